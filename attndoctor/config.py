@@ -1,0 +1,349 @@
+"""The attention configuration a user asks about, validated so that every later step can trust it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .errors import UsageError
+
+DTYPES = ("bf16", "fp16", "fp32", "fp8")
+DTYPE_ALIASES = {
+    "bfloat16": "bf16", "torch.bfloat16": "bf16",
+    "float16": "fp16", "half": "fp16", "torch.float16": "fp16",
+    "float32": "fp32", "float": "fp32", "torch.float32": "fp32",
+    "float8": "fp8", "e4m3": "fp8", "float8_e4m3fn": "fp8", "fp8_e4m3": "fp8",
+}
+MASKS = ("none", "causal", "causal-bottom-right", "padding", "padding-causal",
+         "padding-causal-bottom-right", "arbitrary")
+BIASES = ("none", "alibi", "post-scale")
+QKV_FORMATS = ("bshd", "sbhd", "thd", "bhsd")
+# TransformerEngine's qkv layouts (transformer_engine/common/include/transformer_engine/fused_attn.h).
+TE_LAYOUTS = (
+    "sb3hd", "sbh3d", "sbhd_sb2hd", "sbhd_sbh2d", "sbhd_sbhd_sbhd",
+    "bs3hd", "bsh3d", "bshd_bs2hd", "bshd_bsh2d", "bshd_bshd_bshd",
+    "t3hd", "th3d", "thd_t2hd", "thd_th2d", "thd_thd_thd",
+    "sbhd_bshd_bshd", "bshd_sbhd_sbhd", "thd_bshd_bshd", "thd_sbhd_sbhd",
+    "paged_kv_bshd_bshd_bshd", "paged_kv_bshd_sbhd_sbhd", "paged_kv_sbhd_bshd_bshd",
+    "paged_kv_sbhd_sbhd_sbhd", "paged_kv_thd_bshd_bshd", "paged_kv_thd_sbhd_sbhd",
+    "bhsd_bhsd_bhsd",
+)
+LAYOUTS = QKV_FORMATS + TE_LAYOUTS
+CP_COMMS = ("p2p", "a2a", "all_gather", "a2a+p2p")
+
+LIMITS = {
+    "batch": 10_000_000,
+    "heads": 65_536,
+    "kv_heads": 65_536,
+    "seqlen_q": 1 << 31,
+    "seqlen_kv": 1 << 31,
+    "hdim": 16_384,
+    "hdim_v": 16_384,
+    "cp": 65_536,
+}
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One attention call: shapes, dtype, features. A shape or dtype not given is None (unknown)."""
+
+    batch: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    seqlen_q: int | None = None
+    seqlen_kv: int | None = None
+    hdim: int | None = None
+    hdim_v: int | None = None
+    dtype: str | None = None
+    train: bool | None = None
+    mask: str = "none"
+    window: tuple[int, int] = (-1, -1)
+    dropout: float = 0.0
+    softcap: float = 0.0
+    bias: str = "none"
+    layout: str | None = None
+    cp: int = 1
+    cp_comm: str = "p2p"
+    deterministic: bool = False
+    paged_kv: bool = False
+    qkv_fused: bool = False
+    name: str = ""
+    origin: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def qkv_format(self) -> str | None:
+        """The tensor format of q (bshd, sbhd, thd, bhsd) behind a TE layout name."""
+        if self.layout is None:
+            return None
+        first = self.layout.removeprefix("paged_kv_").split("_")[0]
+        return "".join(ch for ch in first if not ch.isdigit())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON: field names of DESIGN.md, window as [left, right]."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("origin",):
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        if self.origin:
+            out["origin"] = dict(self.origin)
+        return out
+
+    def label(self) -> str:
+        """A short human description for tables."""
+        parts = []
+        if self.name:
+            parts.append(self.name)
+        dims = "?" if self.hdim is None else str(self.hdim)
+        if self.hdim_v is not None and self.hdim_v != self.hdim:
+            dims += f"/{self.hdim_v}"
+        heads = "?" if self.heads is None else str(self.heads)
+        if self.kv_heads is not None and self.kv_heads != self.heads:
+            heads += f"/{self.kv_heads}kv"
+        seq = "?" if self.seqlen_q is None else str(self.seqlen_q)
+        if self.seqlen_kv is not None and self.seqlen_kv != self.seqlen_q:
+            seq += f"x{self.seqlen_kv}"
+        mode = {True: "train", False: "infer", None: "train?"}[self.train]
+        desc = f"d={dims} h={heads} s={seq} {self.dtype or 'dtype?'} {mode}"
+        if self.mask != "none":
+            desc += f" {self.mask}"
+        if self.window != (-1, -1):
+            desc += f" window={self.window[0]},{self.window[1]}"
+        if self.softcap:
+            desc += f" softcap={self.softcap:g}"
+        if self.dropout:
+            desc += f" dropout={self.dropout:g}"
+        if self.bias != "none":
+            desc += f" bias={self.bias}"
+        if self.cp > 1:
+            desc += f" cp={self.cp}({self.cp_comm})"
+        if self.qkv_fused:
+            desc += " qkv-fused"
+        if self.layout:
+            desc += f" {self.layout}"
+        if self.deterministic:
+            desc += " deterministic"
+        if self.paged_kv:
+            desc += " paged-kv"
+        return f"{parts[0]}: {desc}" if parts else desc
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(AttentionConfig) if f.name != "origin")
+INT_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp")
+BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused")
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or value is None:
+        raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}")
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}") from None
+    if not isinstance(value, int) or value < 1 or value > LIMITS[name]:
+        raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}")
+    return value
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise UsageError(f"{name}: expected true or false, got {value!r}")
+
+
+def _float(name: str, value: Any, low: float, high: float | None, high_open: bool) -> float:
+    if isinstance(value, bool):
+        raise UsageError(f"{name}: expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name}: expected a number, got {value!r}") from None
+    if math.isnan(number) or number < low or (high is not None and (number >= high if high_open else number > high)):
+        span = f"[{low:g}, {high:g})" if high is not None else f">= {low:g}"
+        raise UsageError(f"{name}: expected a number in {span}, got {value!r}")
+    return number
+
+
+def _choice(name: str, value: Any, choices: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"{name}: expected one of {'|'.join(choices)}, got {value!r}")
+    key = value.strip().lower().replace("_", "-") if name in ("mask", "bias") else value.strip().lower()
+    if aliases and key in aliases:
+        key = aliases[key]
+    if key not in choices:
+        raise UsageError(f"{name}: expected one of {'|'.join(choices)}, got {value!r}")
+    return key
+
+
+def parse_window(value: Any) -> tuple[int, int]:
+    """Accept 'L,R', [L, R] or a single L (a causal window of L tokens to the left); -1 means unbounded."""
+    accepted = "window: expected L,R with whole numbers >= -1 (e.g. 4096,0), or none"
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "")):
+        return (-1, -1)
+    if isinstance(value, bool):
+        raise UsageError(f"{accepted}, got {value!r}")
+    if isinstance(value, int):
+        parts: list[Any] = [value, 0]
+    elif isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        if len(parts) == 1:
+            parts.append("0")
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        raise UsageError(f"{accepted}, got {value!r}")
+    if len(parts) != 2:
+        raise UsageError(f"{accepted}, got {value!r}")
+    out = []
+    for part in parts:
+        try:
+            if isinstance(part, bool) or (isinstance(part, float) and not part.is_integer()):
+                raise ValueError
+            number = int(part)
+        except (TypeError, ValueError):
+            raise UsageError(f"{accepted}, got {value!r}") from None
+        if number < -1 or number > LIMITS["seqlen_q"]:
+            raise UsageError(f"{accepted}, got {value!r}")
+        out.append(number)
+    return (out[0], out[1])
+
+
+def make_config(values: Mapping[str, Any], *, where: str = "") -> AttentionConfig:
+    """Build a validated config from field names of DESIGN.md; `seqlen` sets both lengths."""
+    prefix = f"{where}: " if where else ""
+    try:
+        return _make(values)
+    except UsageError as exc:
+        raise UsageError(f"{prefix}{exc}") from None
+
+
+def _make(values: Mapping[str, Any]) -> AttentionConfig:
+    if not isinstance(values, Mapping):
+        raise UsageError(f"a config must be an object of fields, got {type(values).__name__}")
+    data = {k.replace("-", "_"): v for k, v in values.items() if v is not None}
+    if "seqlen" in data:
+        seqlen = data.pop("seqlen")
+        data.setdefault("seqlen_q", seqlen)
+        data.setdefault("seqlen_kv", seqlen)
+    if "causal" in data:
+        if _bool("causal", data.pop("causal")):
+            if data.get("mask", "none") not in ("none", "causal"):
+                raise UsageError("causal: --causal is short for --mask causal and conflicts with the given mask")
+            data["mask"] = "causal"
+    known = set(FIELDS) | {"origin"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise UsageError(f"unknown config field {unknown[0]!r}; accepted: {', '.join(FIELDS)}")
+    out: dict[str, Any] = {}
+    for name in INT_FIELDS:
+        if name in data:
+            out[name] = _int(name, data[name])
+    for name in BOOL_FIELDS:
+        if name in data:
+            out[name] = _bool(name, data[name])
+    if "dtype" in data:
+        out["dtype"] = _choice("dtype", data["dtype"], DTYPES, DTYPE_ALIASES)
+    if "mask" in data:
+        out["mask"] = _choice("mask", data["mask"], MASKS, {"no-mask": "none", "bottom-right": "causal-bottom-right"})
+    if "bias" in data:
+        out["bias"] = _choice("bias", data["bias"], BIASES, {"no-bias": "none", "post-scale-bias": "post-scale"})
+    if "layout" in data:
+        out["layout"] = _choice("layout", data["layout"], LAYOUTS)
+    if "cp_comm" in data:
+        out["cp_comm"] = _choice("cp_comm", data["cp_comm"], CP_COMMS)
+    if "window" in data:
+        out["window"] = parse_window(data["window"])
+    if "dropout" in data:
+        out["dropout"] = _float("dropout", data["dropout"], 0.0, 1.0, True)
+    if "softcap" in data:
+        out["softcap"] = _float("softcap", data["softcap"], 0.0, None, False)
+    if "name" in data:
+        if not isinstance(data["name"], str):
+            raise UsageError(f"name: expected text, got {data['name']!r}")
+        out["name"] = data["name"]
+    if "origin" in data and isinstance(data["origin"], Mapping):
+        out["origin"] = {str(k): str(v) for k, v in data["origin"].items()}
+    out.setdefault("kv_heads", out.get("heads"))
+    out.setdefault("hdim_v", out.get("hdim"))
+    out.setdefault("seqlen_kv", out.get("seqlen_q"))
+    heads, kv_heads = out.get("heads"), out.get("kv_heads")
+    if heads is not None and kv_heads is not None and heads % kv_heads:
+        raise UsageError(f"kv_heads: heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    if heads is None and "kv_heads" in data:
+        raise UsageError("kv_heads: give heads too (kv_heads must divide heads)")
+    return AttentionConfig(**out)
+
+
+def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:
+    """A copy with some fields changed, validated again."""
+    values = config.to_dict()
+    values.update(changes)
+    return make_config(values)
+
+
+def load_config_file(path: str | Path) -> list[AttentionConfig]:
+    """Configs from .json (object or list), .jsonl, or .toml with [[config]] tables."""
+    p = Path(path)
+    name = str(path)
+    if not p.exists():
+        raise UsageError(f"{name}: no such config file")
+    if p.is_dir():
+        raise UsageError(f"{name}: is a folder; expected a .json, .jsonl or .toml config file")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{name}: not a text file; expected a .json, .jsonl or .toml config file") from None
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
+    if "\x00" in text:
+        raise UsageError(f"{name}: not a text file; expected a .json, .jsonl or .toml config file")
+    if not text.strip():
+        raise UsageError(f"{name}: empty config file; expected at least one config")
+    suffix = p.suffix.lower()
+    entries: list[Any]
+    if suffix == ".toml":
+        from ._toml import loads_toml
+
+        try:
+            doc = loads_toml(text)
+        except ValueError as exc:
+            raise UsageError(f"{name}: not valid TOML ({exc})") from None
+        entries = doc.get("config", [])
+        if isinstance(entries, dict):
+            entries = [entries]
+        if not entries:
+            raise UsageError(f"{name}: no [[config]] tables found")
+    elif suffix == ".jsonl":
+        entries = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
+    elif suffix == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{name}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        entries = doc if isinstance(doc, list) else [doc]
+    else:
+        raise UsageError(f"{name}: unknown config file type {suffix or '(none)'}; accepted: .json, .jsonl, .toml")
+    if not entries:
+        raise UsageError(f"{name}: no configs found")
+    return [make_config(entry, where=f"{name} config {i + 1}") for i, entry in enumerate(entries)]

@@ -1,0 +1,451 @@
+"""Evaluate the rule base for one config on one machine: complete three-valued verdicts, verified fixes, selection."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..config import AttentionConfig, replace
+from ..environment import ABSENT, PACKAGE_LABELS, PIP_NAMES, PACKAGES, Environment, parse_version
+from ..errors import UsageError
+from . import expr
+from .rules import BLOCKING, EFFECTS, FIX_RANK, Backend, Fix, Rule, RuleBase
+
+STATUSES = ("supported", "depends", "unsupported", "api-mismatch", "wrong-results", "not-installed")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule (or a built-in check) that applies to a backend, or may apply (applies None) given missing facts."""
+
+    id: str
+    effect: str
+    surfaces: str
+    title: str
+    message: str
+    symptom: str
+    fixes: tuple[Fix, ...]
+    references: tuple[str, ...]
+    applies: bool | None
+    condition: str = ""
+    missing: tuple[str, ...] = ()
+    evidence: str = "source"
+
+    @property
+    def blocking(self) -> bool:
+        return self.effect in BLOCKING
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rule": self.id, "effect": self.effect, "applies": self.applies, "surfaces": self.surfaces,
+            "title": self.title, "message": self.message, "symptom": self.symptom,
+            "fixes": [f.to_dict() for f in self.fixes], "references": list(self.references),
+            "evidence": self.evidence,
+        }
+        if self.applies is None:
+            out["applies_if"] = self.condition
+            out["missing"] = list(self.missing)
+        return out
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """One or more fixes that, applied together, make a refused backend run (checked by re-evaluation)."""
+
+    fixes: tuple[Fix, ...]
+    result: str
+
+    def describe(self) -> str:
+        return " and ".join(f.describe() for f in self.fixes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fixes": [f.to_dict() for f in self.fixes], "text": self.describe(), "result": self.result}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Everything known about one backend for one config: status, all findings, and the smallest fix."""
+
+    backend: Backend
+    status: str
+    findings: tuple[Finding, ...]
+    fix: FixPlan | None = None
+    alternatives: tuple[FixPlan, ...] = ()
+
+    @property
+    def supported(self) -> bool | None:
+        if self.status == "supported":
+            return True
+        return None if self.status == "depends" else False
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        names: set[str] = set()
+        for f in self.findings:
+            if f.applies is None and f.blocking:
+                names.update(f.missing)
+        return tuple(sorted(names))
+
+    def blocking(self, applies: bool | None = True) -> list[Finding]:
+        return [f for f in self.findings if f.blocking and f.applies is applies]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend.id, "framework": self.backend.framework, "supported": self.supported,
+            "status": self.status, "findings": [f.to_dict() for f in self.findings],
+            "missing": list(self.missing), "fix": self.fix.to_dict() if self.fix else None,
+            "alternatives": [a.to_dict() for a in self.alternatives],
+        }
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which backend a framework would run by default, and whether that run would work."""
+
+    framework: str
+    status: str  # selected | fails | wrong-results | depends | none | not-installed
+    backend: str | None
+    order: tuple[str, ...]
+    candidates: tuple[str, ...] = ()
+    note: str = ""
+    entry: str = ""
+    reason: str = ""
+    references: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "framework": self.framework, "status": self.status, "backend": self.backend, "order": list(self.order),
+            "candidates": list(self.candidates), "note": self.note, "order_rule": self.entry, "reason": self.reason,
+            "references": list(self.references),
+        }
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """The verdicts and selections for one config."""
+
+    config: AttentionConfig
+    verdicts: tuple[Verdict, ...]
+    selected: tuple[Selection, ...]
+
+    def verdict(self, backend_id: str) -> Verdict:
+        return next(v for v in self.verdicts if v.backend.id == backend_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config.to_dict(), "label": self.config.label(),
+                "verdicts": [v.to_dict() for v in self.verdicts], "selected": [s.to_dict() for s in self.selected]}
+
+
+@dataclass
+class Report:
+    """A full answer: the environment, one result per config, and what the rule base was."""
+
+    command: str
+    environment: Environment
+    results: list[ConfigResult]
+    rule_count: int
+    rule_files: tuple[str, ...] = ()
+    ignored: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- facts
+
+
+def build_facts(config: AttentionConfig, env: Environment) -> dict[str, Any]:
+    """The flat map of names the condition language reads; unknown facts are left out."""
+    facts: dict[str, Any] = {}
+    for name in ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout",
+                 "softcap", "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv",
+                 "qkv_fused"):
+        value = getattr(config, name)
+        if value is not None:
+            facts[name] = value
+    facts["window_left"], facts["window_right"] = config.window
+    if config.qkv_format is not None:
+        facts["qkv_format"] = config.qkv_format
+    if env.sm is not None:
+        facts["sm"] = env.sm
+    if env.gpu is not None:
+        facts["gpu"] = env.gpu
+    for package in PACKAGES:
+        value = env.versions.get(package)
+        if value is None:
+            continue
+        facts[package] = ABSENT if value == ABSENT else parse_version(value, what=package)
+    if env.cudnn_compiled:
+        facts["cudnn_compiled"] = parse_version(env.cudnn_compiled, what="cudnn_compiled")
+    for key, value in env.env_vars.items():
+        facts[f"env:{key}"] = value
+    for key, value in env.api.items():
+        facts[f"api:{key}"] = value
+    return facts
+
+
+class _Memo:
+    """Caches a rule's value by the facts it reads, so many configs and fix trials cost little."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[Any, ...], Any] = {}
+
+    def value(self, rule: Rule, facts: dict[str, Any]) -> Any:
+        key = (rule.id,) + tuple(facts.get(n, expr.UNKNOWN) for n in _sorted_names(rule))
+        try:
+            return self.cache[key]
+        except KeyError:
+            result = rule.compiled(facts)
+            self.cache[key] = result
+            return result
+
+
+_NAMES: dict[str, tuple[str, ...]] = {}
+
+
+def _sorted_names(rule: Rule) -> tuple[str, ...]:
+    names = _NAMES.get(rule.id)
+    if names is None:
+        names = _NAMES[rule.id] = tuple(sorted(rule.names))
+    return names
+
+
+class _Formatter(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _message(rule: Rule, facts: dict[str, Any]) -> str:
+    shown = _Formatter({k: str(v) for k, v in facts.items() if ":" not in k})
+    try:
+        return rule.message.format_map(shown)
+    except (ValueError, IndexError):
+        return rule.message
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+class Evaluator:
+    """Evaluates configs against one RuleBase; holds the cache shared across configs."""
+
+    def __init__(self, base: RuleBase, *, ignore: Iterable[str] = ()) -> None:
+        self.base = base
+        self.memo = _Memo()
+        self.ignore = frozenset(ignore)
+
+    def findings(self, backend: Backend, config: AttentionConfig, env: Environment,
+                 facts: dict[str, Any]) -> list[Finding]:
+        out = list(_builtin_findings(backend, env, facts))
+        for rule in self.base.rules_for(backend.id):
+            if rule.id in self.ignore:
+                continue
+            value = self.memo.value(rule, facts)
+            if value is False:
+                continue
+            if value is True:
+                out.append(_finding(rule, True, facts))
+            else:
+                rest = expr.residual(rule.predicate, facts)
+                missing = tuple(sorted(expr.free_names(rest)))
+                out.append(_finding(rule, None, facts, expr.render(rest), missing))
+        order = {e: i for i, e in enumerate(EFFECTS)}
+        out.sort(key=lambda f: (f.applies is not True, order[f.effect]))
+        return out
+
+    def status(self, backend: Backend, findings: Sequence[Finding]) -> str:
+        if any(f.id == "AD-NOT-INSTALLED" and f.applies for f in findings):
+            return "not-installed"
+        definite = [f for f in findings if f.blocking and f.applies is True]
+        if definite:
+            for effect in BLOCKING:
+                if any(f.effect == effect for f in definite):
+                    return effect
+        if any(f.blocking and f.applies is None for f in findings):
+            return "depends"
+        return "supported"
+
+    def verdict(self, backend: Backend, config: AttentionConfig, env: Environment, *,
+                facts: dict[str, Any] | None = None, search_fix: bool = True) -> Verdict:
+        facts = build_facts(config, env) if facts is None else facts
+        findings = self.findings(backend, config, env, facts)
+        status = self.status(backend, findings)
+        plans: list[FixPlan] = []
+        if search_fix and status in BLOCKING:
+            plans = self._fixes(backend, config, env, [f for f in findings if f.blocking and f.applies is True])
+        return Verdict(backend=backend, status=status, findings=tuple(findings),
+                       fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
+
+    def _fixes(self, backend: Backend, config: AttentionConfig, env: Environment,
+               blocking: list[Finding]) -> list[FixPlan]:
+        per_finding = [list(dict.fromkeys(f.fixes)) for f in blocking]
+        candidates: list[tuple[Fix, ...]] = []
+        singles = list(dict.fromkeys(fix for fixes in per_finding for fix in fixes))
+        candidates.extend((fix,) for fix in singles)
+        if len(per_finding) > 1 and all(per_finding):
+            combos = itertools.islice(itertools.product(*per_finding), 64)
+            for combo in combos:
+                unique = tuple(dict.fromkeys(combo))
+                if len(unique) > 1:
+                    candidates.append(unique)
+        working: list[FixPlan] = []
+        seen: set[tuple[Fix, ...]] = set()
+        for combo in candidates:
+            key = tuple(sorted(combo, key=lambda f: (f.kind, f.target, str(f.to))))
+            if key in seen:
+                continue
+            seen.add(key)
+            applied = apply_fixes(combo, config, env)
+            if applied is None:
+                continue
+            new_config, new_env = applied
+            result = self.verdict(backend, new_config, new_env, search_fix=False).status
+            if result in ("supported", "depends"):
+                working.append(FixPlan(fixes=combo, result=result))
+        if working:
+            smallest = min(len(p.fixes) for p in working)
+            working = [p for p in working if len(p.fixes) == smallest]
+        working.sort(key=lambda p: (p.result != "supported", sum(FIX_RANK[f.kind] for f in p.fixes)))
+        return working
+
+    def evaluate(self, config: AttentionConfig, env: Environment,
+                 backends: Sequence[str] | None = None) -> ConfigResult:
+        facts = build_facts(config, env)
+        all_verdicts = {b.id: self.verdict(b, config, env, facts=facts) for b in self.base.backends}
+        shown = [all_verdicts[b] for b in (backends or self.base.backend_ids)]
+        selections = tuple(self.select(framework, all_verdicts, facts) for framework in self.frameworks())
+        return ConfigResult(config=config, verdicts=tuple(shown), selected=selections)
+
+    def frameworks(self) -> list[str]:
+        return list(dict.fromkeys(e.framework for e in self.base.selection))
+
+    def select(self, framework: str, verdicts: dict[str, Verdict], facts: dict[str, Any]) -> Selection:
+        entries = [e for e in self.base.selection if e.framework == framework]
+        chosen = None
+        possible = []
+        for entry in entries:
+            value = entry.compiled(facts)
+            if value is False:
+                continue
+            possible.append(entry)
+            if value is True:
+                chosen = entry
+                break
+        if not possible:
+            return Selection(framework, "none", None, (), note="no priority order applies")
+        entry = possible[0]
+        own = [verdicts[b] for b in entry.order if b in verdicts]
+        if own and all(v.status == "not-installed" for v in own):
+            return Selection(framework, "not-installed", None, entry.order, entry=entry.id,
+                             references=entry.references)
+        if chosen is not entry:
+            orders = list(dict.fromkeys(b for e in possible for b in e.order[:1]))
+            rest = expr.render(expr.residual(entry.predicate, facts))
+            pick = _walk(entry.order, verdicts)
+            return Selection(framework, "depends", None, entry.order, candidates=tuple(orders),
+                             note=f"order {entry.id} applies if {rest}", entry=entry.id,
+                             reason=pick.reason, references=entry.references)
+        pick = _walk(entry.order, verdicts)
+        return Selection(framework, pick.status, pick.backend, entry.order, candidates=pick.candidates,
+                         note=entry.note, entry=entry.id, reason=pick.reason, references=entry.references)
+
+
+@dataclass(frozen=True)
+class _Pick:
+    status: str
+    backend: str | None
+    candidates: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def _walk(order: Sequence[str], verdicts: dict[str, Verdict]) -> _Pick:
+    """The framework's own walk: skip what its dispatch refuses; a runtime-only failure is still selected."""
+    maybe: list[str] = []
+    for backend_id in order:
+        v = verdicts.get(backend_id)
+        if v is None or v.status == "not-installed":
+            continue
+        if v.status == "supported":
+            if maybe:
+                return _Pick("depends", None, tuple(maybe + [backend_id]))
+            return _Pick("selected", backend_id)
+        if v.status == "depends":
+            maybe.append(backend_id)
+            continue
+        definite = v.blocking(True)
+        if all(f.surfaces != "dispatch" for f in definite):
+            if maybe:
+                return _Pick("depends", None, tuple(maybe + [backend_id]))
+            worst = definite[0]
+            status = "wrong-results" if all(f.surfaces == "silent" for f in definite) else "fails"
+            return _Pick(status, backend_id, reason=f"{worst.id}: {worst.symptom or worst.message}")
+    if maybe:
+        return _Pick("depends", None, tuple(maybe))
+    return _Pick("none", None)
+
+
+def _finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition: str = "",
+             missing: tuple[str, ...] = ()) -> Finding:
+    return Finding(id=rule.id, effect=rule.effect, surfaces=rule.surfaces, title=rule.title,
+                   message=_message(rule, facts), symptom=rule.symptom, fixes=rule.fixes,
+                   references=rule.references, applies=applies, condition=condition, missing=missing,
+                   evidence=rule.evidence)
+
+
+BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
+
+
+def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any]) -> Iterable[Finding]:
+    """Facts about the machine itself: a backend's package missing or broken, or no GPU at all."""
+    for package in backend.requires:
+        if facts.get(package) == ABSENT:
+            label = PACKAGE_LABELS.get(package, package)
+            pip = PIP_NAMES.get(package)
+            hint = f"pip install {pip}" if pip else f"install {label}"
+            yield Finding("AD-NOT-INSTALLED", "unsupported", "dispatch", f"{label} is not installed",
+                          f"{label} is not installed on this machine ({hint})", f"ModuleNotFoundError ({label})",
+                          (), BUILTIN_REFERENCE, True)
+        elif package in env.import_errors:
+            label = PACKAGE_LABELS.get(package, package)
+            yield Finding("AD-IMPORT-FAILS", "unsupported", "runtime", f"{label} is installed but does not import",
+                          f"{label} fails to import: {env.import_errors[package]}", env.import_errors[package],
+                          (), BUILTIN_REFERENCE, True)
+    if env.no_gpu and not backend.cpu:
+        yield Finding("AD-NO-GPU", "unsupported", "dispatch", "no CUDA GPU on this machine",
+                      "this machine has no NVIDIA GPU (NVML found none)", "RuntimeError: No CUDA GPUs are available",
+                      (), BUILTIN_REFERENCE, True)
+
+
+def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig,
+                env: Environment) -> tuple[AttentionConfig, Environment] | None:
+    """The config and environment with fixes applied, or None when a fix does not make sense here."""
+    changes: dict[str, Any] = {}
+    facts = build_facts(config, env)
+    for fix in fixes:
+        if fix.kind in ("upgrade", "downgrade"):
+            current = env.versions.get(fix.target)
+            if current == ABSENT:
+                return None
+            env = env.with_version(fix.target, fix.to)
+        elif fix.kind == "set":
+            env = env.with_env_var(fix.target, fix.to)
+        elif fix.kind == "unset":
+            env = env.with_env_var(fix.target, None)
+        else:
+            assert fix.value_node is not None
+            value = expr.compile_node(fix.value_node)(facts)
+            if value is expr.UNKNOWN:
+                return None
+            if fix.target in ("window_left", "window_right"):
+                window = list(changes.get("window", config.window))
+                window[0 if fix.target == "window_left" else 1] = value
+                changes["window"] = window
+            elif fix.target == "layout" or fix.target not in ("qkv_format",):
+                changes[fix.target] = value
+    if changes:
+        if all(getattr(config, k, None) == v for k, v in changes.items() if k != "window") and \
+                changes.get("window", list(config.window)) == list(config.window):
+            return None
+        try:
+            config = replace(config, **changes)
+        except UsageError:
+            return None
+    return config, env

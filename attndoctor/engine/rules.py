@@ -1,0 +1,491 @@
+"""Rules as data: one TOML table per upstream fact, validated at load so a bad file fails loudly and precisely."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from .._toml import loads_toml
+from ..config import FIELDS
+from ..environment import PACKAGES, parse_version
+from ..errors import RuleError, UsageError
+from . import expr
+
+EFFECTS = ("unsupported", "api-mismatch", "wrong-results", "slow", "info")
+"""Finding effects, most severe first for status; `--fail-on` thresholds use this order reversed."""
+BLOCKING = ("unsupported", "api-mismatch", "wrong-results")
+SURFACES = ("dispatch", "runtime", "silent")
+"""How a blocking finding shows: the framework refuses and falls back (dispatch), the call fails (runtime), or never."""
+DEFAULT_SURFACE = {"unsupported": "dispatch", "api-mismatch": "runtime", "wrong-results": "silent",
+                   "slow": "dispatch", "info": "dispatch"}
+EVIDENCE = ("source", "observed", "inferred")
+FIX_KINDS = ("upgrade", "downgrade", "change", "set", "unset")
+FIX_RANK = {"set": 0, "unset": 0, "change": 1, "upgrade": 2, "downgrade": 3}
+"""Smaller is cheaper: an environment switch before a config change before a package change."""
+CHANGEABLE = tuple(v for v in expr.CONFIG_VARIABLES if v not in ("qkv_format",))
+ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
+ENV_VAR_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+RULE_KEYS = {"id", "title", "backends", "effect", "surfaces", "when", "condition", "message", "symptom", "fixes",
+             "references", "examples", "evidence", "notes"}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A structured fix: upgrade/downgrade a package, change a config field, set/unset an environment variable."""
+
+    kind: str
+    target: str
+    to: Any = None
+    note: str = ""
+    value_node: expr.Node | None = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        """One line a user can act on."""
+        from ..environment import PACKAGE_LABELS, PIP_NAMES
+
+        if self.kind in ("upgrade", "downgrade"):
+            label = PACKAGE_LABELS.get(self.target, self.target)
+            bound = f"{self.to} or later" if self.kind == "upgrade" else f"{self.to}"
+            pip = PIP_NAMES.get(self.target)
+            spec = f">={self.to}" if self.kind == "upgrade" else f"=={self.to}"
+            hint = f" (pip install '{pip}{spec}')" if pip and self.target != "cudnn" else ""
+            text = f"{self.kind} {label} to {bound}{hint}"
+        elif self.kind == "change":
+            text = f"set {self.target} = {self.to}"
+        elif self.kind == "set":
+            text = f"export {self.target}={self.to}"
+        else:
+            text = f"unset {self.target}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        out: dict[str, Any] = {"kind": self.kind, "target": self.target, "to": self.to, "text": self.describe()}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class Example:
+    """A case CI replays: config and environment, and whether the rule applies there."""
+
+    applies: bool
+    config: Mapping[str, Any]
+    env: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One upstream fact about one or more backends."""
+
+    id: str
+    title: str
+    backends: tuple[str, ...]
+    effect: str
+    surfaces: str
+    when: Mapping[str, SpecifierSet]
+    condition_text: str
+    message: str
+    symptom: str
+    fixes: tuple[Fix, ...]
+    references: tuple[str, ...]
+    examples: tuple[Example, ...]
+    evidence: str
+    notes: str
+    file: str
+    line: int
+    predicate: expr.Node = field(compare=False, repr=False)
+    compiled: expr.Compiled = field(compare=False, repr=False)
+    names: frozenset[str] = field(compare=False, repr=False)
+
+    @property
+    def blocking(self) -> bool:
+        """Whether a finding of this rule stops the backend from being usable."""
+        return self.effect in BLOCKING
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (for `rules show --format json` and SARIF)."""
+        return {
+            "id": self.id, "title": self.title, "backends": list(self.backends), "effect": self.effect,
+            "surfaces": self.surfaces, "when": {k: str(v) for k, v in self.when.items()},
+            "condition": self.condition_text, "message": self.message, "symptom": self.symptom,
+            "fixes": [f.to_dict() for f in self.fixes], "references": list(self.references),
+            "evidence": self.evidence, "notes": self.notes, "file": self.file, "line": self.line,
+        }
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend id, the framework that owns it, and what it needs installed."""
+
+    id: str
+    framework: str
+    label: str
+    requires: tuple[str, ...]
+    select: str
+    references: tuple[str, ...]
+    cpu: bool = False
+
+
+@dataclass(frozen=True)
+class SelectionEntry:
+    """One priority order of a framework, used when its predicate holds (first matching entry wins)."""
+
+    id: str
+    framework: str
+    order: tuple[str, ...]
+    note: str
+    references: tuple[str, ...]
+    condition_text: str
+    predicate: expr.Node = field(compare=False, repr=False)
+    compiled: expr.Compiled = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RuleBase:
+    """Every rule, backend and selection order, loaded and validated."""
+
+    rules: tuple[Rule, ...]
+    backends: tuple[Backend, ...]
+    selection: tuple[SelectionEntry, ...]
+    files: tuple[str, ...]
+    _index: dict[str, tuple[Rule, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    def backend(self, backend_id: str) -> Backend:
+        for b in self.backends:
+            if b.id == backend_id:
+                return b
+        raise KeyError(backend_id)
+
+    @property
+    def backend_ids(self) -> tuple[str, ...]:
+        return tuple(b.id for b in self.backends)
+
+    def rule(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    def rules_for(self, backend_id: str) -> tuple[Rule, ...]:
+        """The rules about one backend, in file order."""
+        found = self._index.get(backend_id)
+        if found is None:
+            found = self._index[backend_id] = tuple(r for r in self.rules if backend_id in r.backends)
+        return found
+
+
+# ---------------------------------------------------------------- loading
+
+
+def bundled_rules_dir() -> Path:
+    """Where the shipped rule files live (inside the wheel as attndoctor_rules)."""
+    return Path(str(resources.files("attndoctor_rules")))
+
+
+@lru_cache(maxsize=8)
+def load_rulebase(directory: str | None = None) -> RuleBase:
+    """Load and validate every *.toml under a folder (the bundled rules by default)."""
+    folder = Path(directory) if directory else bundled_rules_dir()
+    if not folder.is_dir():
+        raise RuleError("no such rules folder", file=str(folder))
+    files = sorted(p for p in folder.rglob("*.toml"))
+    if not files:
+        raise RuleError("no rule files (*.toml) found", file=str(folder))
+    return build_rulebase(files, root=folder)
+
+
+def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBase:
+    """Parse the given files into one validated RuleBase."""
+    rules: list[Rule] = []
+    backends: list[Backend] = []
+    selection: list[tuple[Path, int, dict[str, Any]]] = []
+    names: list[str] = []
+    for path in files:
+        display = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
+        names.append(display)
+        try:
+            text = path.read_text(encoding="utf-8")
+            doc = loads_toml(text)
+        except (UnicodeDecodeError, OSError) as exc:
+            raise RuleError(f"cannot read ({exc})", file=display) from None
+        except ValueError as exc:
+            raise RuleError(f"not valid TOML: {exc}", file=display) from None
+        extra = sorted(set(doc) - {"rule", "backend", "selection"})
+        if extra:
+            raise RuleError(f"unknown top-level key {extra[0]!r}; expected [[rule]], [[backend]] or [[selection]]",
+                            file=display)
+        for table in _tables(doc, "backend", display):
+            backends.append(_backend(table, display, text))
+        for table in _tables(doc, "rule", display):
+            rules.append(_rule(table, display, text))
+        for table in _tables(doc, "selection", display):
+            selection.append((path, 0, {**table, "__file": display, "__text": text}))
+    backend_ids = {b.id for b in backends}
+    if len(backend_ids) != len(backends):
+        dup = next(b.id for b in backends if sum(x.id == b.id for x in backends) > 1)
+        raise RuleError(f"backend {dup!r} declared twice")
+    seen: dict[str, Rule] = {}
+    for rule in rules:
+        if rule.id in seen:
+            raise RuleError(f"duplicate rule id (also at {seen[rule.id].file}:{seen[rule.id].line})",
+                            file=rule.file, rule=rule.id, position=f"line {rule.line}")
+        seen[rule.id] = rule
+        for backend in rule.backends:
+            if backend_ids and backend not in backend_ids:
+                raise RuleError(f"unknown backend {backend!r}; known: {', '.join(sorted(backend_ids))}",
+                                file=rule.file, rule=rule.id, position=f"line {rule.line}")
+    entries = [_selection(t, backend_ids) for _, _, t in selection]
+    return RuleBase(rules=tuple(rules), backends=tuple(backends), selection=tuple(entries), files=tuple(names))
+
+
+def _tables(doc: Mapping[str, Any], key: str, file: str) -> list[dict[str, Any]]:
+    value = doc.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise RuleError(f"'{key}' must be an array of tables ([[{key}]])", file=file)
+    return value
+
+
+def _line_of(text: str, ident: str) -> int:
+    match = re.search(r'^\s*id\s*=\s*["\']' + re.escape(ident) + r'["\']', text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else 0
+
+
+def _str_list(value: Any, what: str, err: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise err(f"{what}: expected a list of text")
+    return tuple(value)
+
+
+def _backend(table: dict[str, Any], file: str, text: str) -> Backend:
+    ident = table.get("id", "")
+
+    def err(msg: str) -> RuleError:
+        return RuleError(msg, file=file, rule=str(ident), position=f"line {_line_of(text, str(ident))}")
+
+    if not isinstance(ident, str) or not re.match(r"^[a-z0-9]+(-[a-z0-9]+)*$", ident):
+        raise err("backend id: expected lowercase words joined by '-'")
+    extra = sorted(set(table) - {"id", "framework", "label", "requires", "select", "references", "cpu"})
+    if extra:
+        raise err(f"unknown key {extra[0]!r}")
+    requires = _str_list(table.get("requires", []), "requires", err)
+    for pkg in requires:
+        if pkg not in PACKAGES:
+            raise err(f"requires: unknown package {pkg!r}; known: {', '.join(PACKAGES)}")
+    framework = table.get("framework")
+    if not isinstance(framework, str) or not framework:
+        raise err("framework: required")
+    return Backend(id=ident, framework=framework, label=str(table.get("label", ident)), requires=requires,
+                   select=str(table.get("select", "")), cpu=bool(table.get("cpu", False)),
+                   references=_str_list(table.get("references", []), "references", err))
+
+
+def _predicate(when: Mapping[str, Any], condition: str | None, err: Any) -> tuple[dict[str, SpecifierSet],
+                                                                                 expr.Node]:
+    if not isinstance(when, Mapping):
+        raise err("when: expected a table such as { cudnn = '>=9.1,<9.5', sm = '==90' }")
+    parts: list[expr.Node] = []
+    specs: dict[str, SpecifierSet] = {}
+    for name, spec in when.items():
+        if not isinstance(spec, str):
+            raise err(f"when.{name}: expected a specifier text such as '>=9.1,<9.5'")
+        try:
+            node = expr.in_range(name, spec)
+        except expr.ExprError as exc:
+            raise err(str(exc).rsplit(" (column", 1)[0]) from None
+        if name != "sm" and _empty_range(node.spec):
+            raise err(f"when.{name}: the range {spec!r} contains no version")
+        specs[name] = node.spec
+        parts.append(node)
+    if condition is not None:
+        if not isinstance(condition, str):
+            raise err("condition: expected text")
+        try:
+            parts.append(expr.parse(condition))
+        except expr.ExprError as exc:
+            raise err(f"condition: {exc}") from None
+    if not parts:
+        return specs, expr.Const(1, True)
+    flat: list[expr.Node] = []
+    for p in parts:
+        flat.extend(p.items if isinstance(p, expr.BoolOp) and p.op == "and" else (p,))
+    return specs, flat[0] if len(flat) == 1 else expr.BoolOp(1, "and", tuple(flat))
+
+
+def _empty_range(spec: SpecifierSet) -> bool:
+    """True when no release version can satisfy the set (checked on a grid of plausible versions)."""
+    bounds = {Version(s.version.replace(".*", "")) for s in spec}
+    probes = set()
+    for b in bounds:
+        rel = list(b.release) + [0, 0, 0]
+        for delta in (-1, 0, 1):
+            for i in range(3):
+                cand = rel[:3]
+                cand[i] = max(0, cand[i] + delta)
+                probes.add(Version(".".join(map(str, cand))))
+                probes.add(Version(".".join(map(str, cand[: i + 1]))))
+    probes |= {Version("0"), Version("999")}
+    return not any(spec.contains(p, prereleases=True) for p in probes)
+
+
+def _fix(raw: Any, err: Any) -> Fix:
+    if not isinstance(raw, Mapping):
+        raise err("fixes: each fix is a table such as { upgrade = 'cudnn', to = '9.5.0' }")
+    kinds = [k for k in FIX_KINDS if k in raw]
+    if len(kinds) != 1:
+        raise err(f"fixes: each fix names exactly one of {', '.join(FIX_KINDS)}")
+    extra = sorted(set(raw) - set(FIX_KINDS) - {"to", "note"})
+    if extra:
+        raise err(f"fixes: unknown key {extra[0]!r}")
+    kind = kinds[0]
+    target = raw[kind]
+    to = raw.get("to")
+    note = raw.get("note", "")
+    if not isinstance(target, str) or not isinstance(note, str):
+        raise err(f"fixes: {kind} takes a name")
+    if kind in ("upgrade", "downgrade"):
+        if target not in PACKAGES:
+            raise err(f"fixes: {kind} takes a package, one of {', '.join(PACKAGES)}")
+        if not isinstance(to, str):
+            raise err(f"fixes: {kind} {target} needs to = 'VERSION'")
+        try:
+            to = str(parse_version(to, what="to"))
+        except UsageError as exc:
+            raise err(f"fixes: {exc}") from None
+        return Fix(kind, target, to, note)
+    if kind == "change":
+        if target not in CHANGEABLE:
+            raise err(f"fixes: change takes a config field, one of {', '.join(sorted(CHANGEABLE))}")
+        if to is None:
+            raise err(f"fixes: change {target} needs to = VALUE or an expression over config fields")
+        try:
+            node, typ = expr.parse_value(to)
+        except expr.ExprError as exc:
+            raise err(f"fixes: change {target}: {exc}") from None
+        want = expr.VARIABLES[target][0]
+        if not (typ == want or {typ, want} <= {expr.INT, expr.NUM}):
+            raise err(f"fixes: change {target} needs a {want}, got a {typ}")
+        if isinstance(node, expr.Const) and expr.VARIABLES[target][1] and node.value not in expr.VARIABLES[target][1]:
+            raise err(f"fixes: {target} is never {node.value!r}")
+        free = expr.free_names(node) - expr.CONFIG_VARIABLES
+        if free:
+            raise err(f"fixes: change {target} may only read config fields, not {sorted(free)[0]}")
+        return Fix(kind, target, to, note, node)
+    if not ENV_VAR_PATTERN.match(target):
+        raise err(f"fixes: {kind} takes an environment variable name such as NVTE_FUSED_ATTN")
+    if kind == "set" and not isinstance(to, str):
+        raise err(f"fixes: set {target} needs to = 'VALUE' (text)")
+    return Fix(kind, target, to if kind == "set" else None, note)
+
+
+def _example(raw: Any, err: Any) -> Example:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("applies"), bool):
+        raise err("examples: each example needs applies = true|false, config = {...}, env = {...}")
+    extra = sorted(set(raw) - {"applies", "config", "env"})
+    if extra:
+        raise err(f"examples: unknown key {extra[0]!r}")
+    config = raw.get("config", {})
+    env = raw.get("env", {})
+    if not isinstance(config, Mapping) or not isinstance(env, Mapping):
+        raise err("examples: config and env must be tables")
+    bad = sorted(set(config) - set(FIELDS) - {"seqlen", "causal"})
+    if bad:
+        raise err(f"examples: unknown config field {bad[0]!r}")
+    return Example(applies=raw["applies"], config=dict(config), env=dict(env))
+
+
+def _rule(table: dict[str, Any], file: str, text: str) -> Rule:
+    ident = table.get("id", "")
+    line = _line_of(text, str(ident)) if isinstance(ident, str) else 0
+
+    def err(msg: str) -> RuleError:
+        return RuleError(msg, file=file, rule=str(ident or "?"), position=f"line {line}" if line else "")
+
+    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+        raise err("id: expected upper-case words joined by '-', e.g. TE-FUSED-SEQ64")
+    extra = sorted(set(table) - RULE_KEYS)
+    if extra:
+        raise err(f"unknown key {extra[0]!r}; accepted: {', '.join(sorted(RULE_KEYS))}")
+    for key in ("title", "message"):
+        if not isinstance(table.get(key), str) or not table[key].strip():
+            raise err(f"{key}: required text")
+    backends = _str_list(table.get("backends"), "backends", err)
+    effect = table.get("effect")
+    if effect not in EFFECTS:
+        raise err(f"effect: expected one of {', '.join(EFFECTS)}")
+    surfaces = table.get("surfaces", DEFAULT_SURFACE[effect])
+    if surfaces not in SURFACES:
+        raise err(f"surfaces: expected one of {', '.join(SURFACES)}")
+    symptom = table.get("symptom", "")
+    if not isinstance(symptom, str):
+        raise err("symptom: expected text")
+    if effect in BLOCKING and not symptom.strip():
+        raise err("symptom: required for a blocking effect (what the user sees)")
+    specs, predicate = _predicate(table.get("when", {}), table.get("condition"), err)
+    fixes_raw = table.get("fixes", [])
+    if not isinstance(fixes_raw, list):
+        raise err("fixes: expected a list of tables")
+    fixes = tuple(_fix(f, err) for f in fixes_raw)
+    references = _str_list(table.get("references", []), "references", err)
+    if not references:
+        raise err("references: at least one source (repo + path + tag/commit, or issue/PR number)")
+    examples_raw = table.get("examples", [])
+    if not isinstance(examples_raw, list):
+        raise err("examples: expected a list of tables")
+    examples = tuple(_example(e, err) for e in examples_raw)
+    evidence = table.get("evidence", "source")
+    if evidence not in EVIDENCE:
+        raise err(f"evidence: expected one of {', '.join(EVIDENCE)}")
+    message = table["message"]
+    for placeholder in re.findall(r"{([^{}]*)}", message):
+        if placeholder not in expr.VARIABLES:
+            raise err(f"message: unknown placeholder {{{placeholder}}}")
+    return Rule(
+        id=ident, title=table["title"].strip(), backends=backends, effect=effect, surfaces=surfaces, when=specs,
+        condition_text=table.get("condition") or "", message=message.strip(), symptom=symptom.strip(),
+        fixes=fixes, references=references, examples=examples, evidence=evidence,
+        notes=str(table.get("notes", "")).strip(), file=file, line=line, predicate=predicate,
+        compiled=expr.compile_node(predicate), names=frozenset(expr.free_names(predicate)),
+    )
+
+
+def _selection(table: dict[str, Any], backend_ids: set[str]) -> SelectionEntry:
+    file, text = table.pop("__file"), table.pop("__text")
+    ident = table.get("id", "")
+
+    def err(msg: str) -> RuleError:
+        return RuleError(msg, file=file, rule=str(ident), position=f"line {_line_of(text, str(ident))}")
+
+    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+        raise err("id: expected upper-case words joined by '-'")
+    extra = sorted(set(table) - {"id", "framework", "when", "condition", "order", "note", "references"})
+    if extra:
+        raise err(f"unknown key {extra[0]!r}")
+    order = _str_list(table.get("order"), "order", err)
+    for b in order:
+        if b not in backend_ids:
+            raise err(f"order: unknown backend {b!r}")
+    _, predicate = _predicate(table.get("when", {}), table.get("condition"), err)
+    references = _str_list(table.get("references", []), "references", err)
+    if not references:
+        raise err("references: at least one source")
+    return SelectionEntry(id=ident, framework=str(table.get("framework", "")), order=order,
+                          note=str(table.get("note", "")), references=references,
+                          condition_text=str(table.get("condition", "")), predicate=predicate,
+                          compiled=expr.compile_node(predicate))
+
+
+def example_facts(example: Example) -> tuple[Any, Any]:
+    """The config and environment an example describes (GPU names resolved through the catalogue)."""
+    from ..config import make_config
+    from ..environment import environment_from_flags
+
+    return make_config(example.config), environment_from_flags(example.env)
+

@@ -1,0 +1,252 @@
+"""The machine a config would run on: GPU, library versions, API facts and switches, known or unknown."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import UsageError
+
+ABSENT = "absent"
+"""A package version that is known not to be installed (as opposed to unknown, which is None)."""
+
+PACKAGES = ("torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te", "driver")
+"""Version facts; `cuda` is the CUDA runtime torch was built with, `cudnn` the cuDNN actually loaded."""
+
+PACKAGE_LABELS = {
+    "torch": "PyTorch", "cuda": "CUDA", "cudnn": "cuDNN", "flash_attn": "flash-attn",
+    "flash_attn_3": "flash-attn 3", "flash_attn_4": "flash-attn 4", "cudnn_frontend": "cudnn-frontend",
+    "te": "TransformerEngine", "driver": "NVIDIA driver",
+}
+PIP_NAMES = {
+    "torch": "torch", "cudnn": "nvidia-cudnn-cu12", "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3",
+    "flash_attn_4": "flash-attn-4", "cudnn_frontend": "nvidia-cudnn-frontend", "te": "transformer-engine[pytorch]",
+}
+ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
+
+
+def parse_version(value: Any, *, what: str = "version") -> Version:
+    """A PEP 440 version; pre-releases and local tags count as their release (NGC's 2.5.0a0+nv24.10 is 2.5.0)."""
+    text = str(value).strip()
+    try:
+        parsed = Version(text)
+    except InvalidVersion:
+        match = re.match(r"^\s*(\d+(?:\.\d+){0,3})", text)
+        if not match:
+            raise UsageError(f"{what}: {text!r} is not a version; expected e.g. 9.5.0 or 2.11.0+cu130") from None
+        parsed = Version(match.group(1))
+    return Version(parsed.base_version)
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One visible GPU as the probe saw it."""
+
+    index: int
+    name: str
+    sm: int | None
+    memory_mib: int | None = None
+    mig: bool = False
+    uuid: str = ""
+
+
+@dataclass
+class Environment:
+    """Facts about a machine; a fact that is None is unknown, a version equal to ABSENT is known absent."""
+
+    source: str = "what-if"
+    gpu: str | None = None
+    sm: int | None = None
+    gpus: list[GpuInfo] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    import_errors: dict[str, str] = field(default_factory=dict)
+    api: dict[str, bool] = field(default_factory=dict)
+    env_vars: dict[str, str] = field(default_factory=dict)
+    torch_arch_list: list[str] | None = None
+    torch_cuda_available: bool | None = None
+    cudnn_compiled: str | None = None
+    no_gpu: bool = False
+    notes: list[dict[str, str]] = field(default_factory=list)
+
+    def version(self, package: str) -> Version | str | None:
+        """The package's version, ABSENT, or None when unknown."""
+        value = self.versions.get(package)
+        if value is None or value == ABSENT:
+            return value
+        return parse_version(value, what=package)
+
+    def with_version(self, package: str, value: str | None) -> "Environment":
+        """A copy with one version fact replaced (used to try a fix)."""
+        versions = dict(self.versions)
+        if value is None:
+            versions.pop(package, None)
+        else:
+            versions[package] = value
+        return _copy(self, versions=versions)
+
+    def with_env_var(self, name: str, value: str | None) -> "Environment":
+        """A copy with one environment variable set or unset."""
+        env_vars = dict(self.env_vars)
+        if value is None:
+            env_vars.pop(name, None)
+        else:
+            env_vars[name] = value
+        return _copy(self, env_vars=env_vars)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The environment as JSON; `explain --env-file` reads it back."""
+        return {
+            "source": self.source,
+            "gpu": self.gpu,
+            "sm": self.sm,
+            "gpus": [g.__dict__ for g in self.gpus],
+            "versions": dict(sorted(self.versions.items())),
+            "import_errors": dict(self.import_errors),
+            "api": dict(sorted(self.api.items())),
+            "env_vars": dict(sorted(self.env_vars.items())),
+            "torch_arch_list": self.torch_arch_list,
+            "torch_cuda_available": self.torch_cuda_available,
+            "cudnn_compiled": self.cudnn_compiled,
+            "no_gpu": self.no_gpu,
+            "notes": list(self.notes),
+        }
+
+
+def _copy(env: Environment, **changes: Any) -> Environment:
+    values = {f: getattr(env, f) for f in env.__dataclass_fields__}
+    values.update(changes)
+    return Environment(**values)
+
+
+def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
+    """Read the `environment` object of a `check --format json` report (or the whole report)."""
+    if isinstance(data, Mapping) and "environment" in data and isinstance(data["environment"], Mapping):
+        data = data["environment"]
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{where}: expected a JSON object with an 'environment' object")
+    known = {"source", "gpu", "sm", "gpus", "versions", "import_errors", "api", "env_vars", "torch_arch_list",
+             "torch_cuda_available", "cudnn_compiled", "no_gpu", "notes"}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise UsageError(f"{where}: unknown environment key {extra[0]!r}; accepted: {', '.join(sorted(known))}")
+    try:
+        sm = data.get("sm")
+        if sm is not None and (isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200):
+            raise UsageError(f"{where}: sm: expected a compute capability such as 90, got {sm!r}")
+        versions = _str_map(data.get("versions", {}), "versions", where)
+        for package, value in versions.items():
+            if package not in PACKAGES:
+                raise UsageError(f"{where}: versions: unknown package {package!r}; accepted: {', '.join(PACKAGES)}")
+            if value != ABSENT:
+                parse_version(value, what=f"{where}: versions.{package}")
+        gpus = []
+        for i, g in enumerate(data.get("gpus") or []):
+            if not isinstance(g, Mapping) or not isinstance(g.get("name"), str):
+                raise UsageError(f"{where}: gpus[{i}]: expected an object with a name")
+            gpus.append(GpuInfo(index=int(g.get("index", i)), name=g["name"], sm=g.get("sm"),
+                                memory_mib=g.get("memory_mib"), mig=bool(g.get("mig", False)),
+                                uuid=str(g.get("uuid", ""))))
+        api = data.get("api") or {}
+        if not isinstance(api, Mapping) or not all(isinstance(v, bool) for v in api.values()):
+            raise UsageError(f"{where}: api: expected an object of true/false facts")
+        arch = data.get("torch_arch_list")
+        if arch is not None and (not isinstance(arch, list) or not all(isinstance(a, str) for a in arch)):
+            raise UsageError(f"{where}: torch_arch_list: expected a list of names such as sm_90")
+        gpu = data.get("gpu")
+        if gpu is not None and not isinstance(gpu, str):
+            raise UsageError(f"{where}: gpu: expected a name, got {gpu!r}")
+        notes = data.get("notes") or []
+        if not isinstance(notes, list):
+            raise UsageError(f"{where}: notes: expected a list")
+        return Environment(
+            source=str(data.get("source") or "env-file"),
+            gpu=gpu,
+            sm=sm,
+            gpus=gpus,
+            versions=versions,
+            import_errors=_str_map(data.get("import_errors", {}), "import_errors", where),
+            api=dict(api),
+            env_vars=_str_map(data.get("env_vars", {}), "env_vars", where),
+            torch_arch_list=arch,
+            torch_cuda_available=data.get("torch_cuda_available"),
+            cudnn_compiled=data.get("cudnn_compiled"),
+            no_gpu=bool(data.get("no_gpu", False)),
+            notes=[n for n in notes if isinstance(n, Mapping)],
+        )
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, UsageError):
+            raise
+        raise UsageError(f"{where}: malformed environment ({exc})") from None
+
+
+def _str_map(value: Any, key: str, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise UsageError(f"{where}: {key}: expected an object of text values")
+    return dict(value)
+
+
+def load_env_file(path: str | Path) -> Environment:
+    """An Environment from another machine's `check --format json` output."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{path}: no such env file")
+    try:
+        text = p.read_bytes().decode("utf-8")
+        data = json.loads(text)
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file; expected the JSON of `attndoctor check --format json`") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    env = environment_from_dict(data, where=str(path))
+    env.source = f"env-file:{p.name}"
+    return env
+
+
+WHAT_IF_KEYS = ("gpu", "sm", "env_vars", "api") + PACKAGES
+"""What `explain` flags and rule examples may say about a machine."""
+
+
+def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if",
+                           base: Environment | None = None) -> Environment:
+    """An Environment from what-if facts: gpu name or sm, package versions ('none' = not installed), env vars."""
+    env = _copy(base) if base else Environment(source=source)
+    env.versions = dict(env.versions)
+    env.env_vars = dict(env.env_vars)
+    env.api = dict(env.api)
+    for key, value in values.items():
+        if value is None:
+            continue
+        name = key.replace("-", "_")
+        if name == "gpu":
+            from .gpus import resolve_gpu
+
+            env.gpu, env.sm = resolve_gpu(str(value))
+            env.no_gpu = False
+        elif name == "sm":
+            if isinstance(value, bool) or not isinstance(value, int) or not 10 <= value <= 200:
+                raise UsageError(f"sm: expected a compute capability such as 90, got {value!r}")
+            env.sm = value
+        elif name in PACKAGES:
+            text = str(value).strip()
+            if text.lower() in ("none", "absent", "no", "-"):
+                env.versions[name] = ABSENT
+            else:
+                env.versions[name] = str(parse_version(text, what=f"--{name.replace('_', '-')}"))
+        elif name == "env_vars":
+            if not isinstance(value, Mapping):
+                raise UsageError("env_vars: expected NAME=VALUE pairs")
+            env.env_vars.update({str(k): str(v) for k, v in value.items()})
+        elif name == "api":
+            if not isinstance(value, Mapping) or not all(isinstance(v, bool) for v in value.values()):
+                raise UsageError("api: expected an object of true/false facts")
+            env.api.update(value)
+        else:
+            raise UsageError(f"unknown environment fact {key!r}; accepted: {', '.join(WHAT_IF_KEYS)}")
+    return env

@@ -1,0 +1,182 @@
+"""The GPU catalogue (data/gpus.toml): names, compute capabilities and datasheet figures, and name matching."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from ._toml import loads_toml
+from .errors import UsageError
+
+_FIELDS = ("name", "aliases", "sm", "memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs",
+           "source")
+_NUMBERS = ("memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs")
+_NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
+# What may follow a known name in a longer one ("NVIDIA H100 80GB HBM3 ..."): a letter, or a memory size.
+_SUFFIX_OK = re.compile(r"^(?:[a-z]|\d+gb?)")
+_SUFFIX_NOT_THE_SAME_CHIP = ("laptop", "mobile")
+_SM_FORM = re.compile(r"^(?:sm|compute)[_\- ]?(\d{2,3})[af]?$")
+_CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
+EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU product as its datasheet describes it; TFLOPS are dense tensor-core peaks (0 = no support)."""
+
+    name: str
+    sm: int
+    memory_gib: float
+    bf16_tflops: float
+    fp16_tflops: float
+    fp8_tflops: float
+    bandwidth_gbs: float
+    source: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def compute_capability(self) -> str:
+        """The compute capability as CUDA writes it: 9.0, 10.0, 12.0."""
+        return f"{self.sm // 10}.{self.sm % 10}"
+
+    def tflops(self, dtype: str) -> float:
+        """Dense tensor-core peak for bf16, fp16 or fp8 (0.0 where the GPU has none, or for fp32)."""
+        return float({"bf16": self.bf16_tflops, "fp16": self.fp16_tflops, "fp8": self.fp8_tflops}.get(dtype, 0.0))
+
+
+def normalize_gpu_name(text: str) -> str:
+    """The matching key of a name: lower case, without NVIDIA/GeForce/Tesla, spaces, dashes or underscores."""
+    lowered = _NOISE_WORDS.sub(" ", str(text).lower())
+    return re.sub(r"[^a-z0-9]", "", lowered)
+
+
+def _read_catalogue_text() -> str:
+    try:
+        return (resources.files("attndoctor") / "data" / "gpus.toml").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, TypeError, AttributeError, OSError):
+        return (Path(__file__).resolve().parent / "data" / "gpus.toml").read_text(encoding="utf-8")
+
+
+def parse_catalogue(text: str, *, where: str = "gpus.toml") -> tuple[GpuSpec, ...]:
+    """Parse and check a GPU catalogue; raises ValueError naming the entry on a malformed one."""
+    data = loads_toml(text)
+    entries = data.get("gpu")
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{where}: expected [[gpu]] tables")
+    specs: list[GpuSpec] = []
+    owner: dict[str, str] = {}
+    for i, entry in enumerate(entries):
+        label = f"{where}: gpu[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{label}: expected a table")
+        extra = sorted(set(entry) - set(_FIELDS))
+        if extra:
+            raise ValueError(f"{label}: unknown key {extra[0]!r}")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"{label}: name: expected text")
+        label = f"{where}: {name}"
+        sm = entry.get("sm")
+        if isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200:
+            raise ValueError(f"{label}: sm: expected a compute capability such as 90, got {sm!r}")
+        numbers: dict[str, float] = {}
+        for key in _NUMBERS:
+            value = entry.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{label}: {key}: expected a number >= 0, got {value!r}")
+            numbers[key] = value
+        if numbers["memory_gib"] <= 0 or numbers["bandwidth_gbs"] <= 0:
+            raise ValueError(f"{label}: memory_gib and bandwidth_gbs must be given")
+        source = entry.get("source")
+        if not isinstance(source, str) or not source.startswith("https://"):
+            raise ValueError(f"{label}: source: expected the https address of the vendor datasheet")
+        aliases = entry.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+            raise ValueError(f"{label}: aliases: expected a list of names")
+        for alias in [name, *aliases]:
+            key = normalize_gpu_name(alias)
+            if not key:
+                raise ValueError(f"{label}: alias {alias!r} has no letters or digits")
+            if owner.get(key, name) != name:
+                raise ValueError(f"{label}: alias {alias!r} is also a name of {owner[key]}")
+            owner[key] = name
+        specs.append(GpuSpec(name=name, sm=sm, source=source, aliases=tuple(aliases), **numbers))
+    return tuple(specs)
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_catalogue() -> tuple[GpuSpec, ...]:
+    """Every GPU in the bundled catalogue, in file order (read once)."""
+    return parse_catalogue(_read_catalogue_text())
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> tuple[dict[str, GpuSpec], tuple[tuple[str, GpuSpec], ...]]:
+    exact: dict[str, GpuSpec] = {}
+    for spec in gpu_catalogue():
+        for alias in (spec.name, *spec.aliases):
+            exact[normalize_gpu_name(alias)] = spec
+    by_length = tuple(sorted(exact.items(), key=lambda kv: -len(kv[0])))
+    return exact, by_length
+
+
+def lookup_gpu(text: str | None) -> GpuSpec | None:
+    """The catalogue entry for a GPU name, alias or NVML name ("H100" is the H100 SXM); None if unknown.
+
+    A name not listed still matches when a known name starts it and what follows is a letter or a memory
+    size ("NVIDIA H100 80GB HBM3 XYZ"), never when a digit continues the model number ("L40" is not "L4").
+    """
+    if not text or not isinstance(text, str):
+        return None
+    key = normalize_gpu_name(text)
+    if not key:
+        return None
+    exact, by_length = _index()
+    if key in exact:
+        return exact[key]
+    for alias, spec in by_length:
+        if key.startswith(alias):
+            rest = key[len(alias):]
+            if _SUFFIX_OK.match(rest) and not any(word in rest for word in _SUFFIX_NOT_THE_SAME_CHIP):
+                return spec
+    return None
+
+
+def gpu_names() -> list[str]:
+    """The canonical names, in catalogue order."""
+    return [spec.name for spec in gpu_catalogue()]
+
+
+def parse_sm(text: str) -> int | None:
+    """The compute capability in `sm90`, `sm_90`, `sm100a`, `compute_90` or `9.0` form, as 90; None otherwise."""
+    t = str(text).strip().lower()
+    match = _SM_FORM.match(t)
+    if match:
+        sm = int(match.group(1))
+    else:
+        match = _CC_FORM.match(t)
+        if not match:
+            return None
+        sm = int(match.group(1)) * 10 + int(match.group(2))
+    return sm if 30 <= sm <= 200 else None
+
+
+def resolve_gpu(text: str) -> tuple[str, int]:
+    """(name, sm) for a `--gpu` value: a catalogue name or alias, or a compute capability (`sm90` → ("sm90", 90)).
+
+    Raises UsageError with one short line for anything else.
+    """
+    raw = str(text or "").strip()
+    if raw:
+        spec = lookup_gpu(raw)
+        if spec is not None:
+            return spec.name, spec.sm
+        sm = parse_sm(raw)
+        if sm is not None:
+            return f"sm{sm}", sm
+    shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    raise UsageError(
+        f"unknown GPU {shown!r}; use a name such as {', '.join(EXAMPLE_NAMES)} or an architecture such as sm90 or 9.0"
+    )
