@@ -1,0 +1,33 @@
+"""attndoctor: which attention backends will run your attention config on your GPU, and why the others won't."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .config import AttentionConfig
+    from .engine.evaluate import Report
+    from .environment import Environment
+
+__all__ = ["__version__", "diagnose"]
+
+
+def diagnose(config: "AttentionConfig | dict[str, Any]", environment: "Environment | dict[str, Any] | None" = None,
+             *, backends: list[str] | None = None) -> "Report":
+    """Evaluate one config; the environment defaults to probing this machine (never imports torch in-process)."""
+    from .config import AttentionConfig, make_config
+    from .environment import Environment, environment_from_flags
+    from .services import diagnose_many
+
+    cfg = config if isinstance(config, AttentionConfig) else make_config(config)
+    if environment is None:
+        from .probe import probe
+
+        env = probe()
+    elif isinstance(environment, Environment):
+        env = environment
+    else:
+        env = environment_from_flags(environment)
+    return diagnose_many([cfg], env, command="diagnose", backends=backends)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -126,11 +127,20 @@ class ConfigResult:
     """The verdicts and selections for one config."""
 
     config: AttentionConfig
-    verdicts: tuple[Verdict, ...]
+    all_verdicts: tuple[Verdict, ...]
     selected: tuple[Selection, ...]
+    shown: tuple[str, ...] | None = None
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """The verdicts the user asked to see (--backend), in the order asked."""
+        if self.shown is None:
+            return self.all_verdicts
+        by_id = {v.backend.id: v for v in self.all_verdicts}
+        return tuple(by_id[b] for b in self.shown)
 
     def verdict(self, backend_id: str) -> Verdict:
-        return next(v for v in self.verdicts if v.backend.id == backend_id)
+        return next(v for v in self.all_verdicts if v.backend.id == backend_id)
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "label": self.config.label(),
@@ -214,11 +224,11 @@ class _Formatter(dict):
 
 
 def _message(rule: Rule, facts: dict[str, Any]) -> str:
-    shown = _Formatter({k: str(v) for k, v in facts.items() if ":" not in k})
-    try:
-        return rule.message.format_map(shown)
-    except (ValueError, IndexError):
-        return rule.message
+    """The rule's message with facts filled in; its title when a fact it names is unknown."""
+    names = re.findall(r"{([^{}]*)}", rule.message)
+    if any(facts.get(n) is None for n in names):
+        return rule.title
+    return rule.message.format_map(_Formatter({n: str(facts[n]) for n in names}))
 
 
 # ---------------------------------------------------------------- verdicts
@@ -310,9 +320,9 @@ class Evaluator:
                  backends: Sequence[str] | None = None) -> ConfigResult:
         facts = build_facts(config, env)
         all_verdicts = {b.id: self.verdict(b, config, env, facts=facts) for b in self.base.backends}
-        shown = [all_verdicts[b] for b in (backends or self.base.backend_ids)]
         selections = tuple(self.select(framework, all_verdicts, facts) for framework in self.frameworks())
-        return ConfigResult(config=config, verdicts=tuple(shown), selected=selections)
+        return ConfigResult(config=config, all_verdicts=tuple(all_verdicts.values()), selected=selections,
+                            shown=tuple(dict.fromkeys(backends)) if backends else None)
 
     def frameworks(self) -> list[str]:
         return list(dict.fromkeys(e.framework for e in self.base.selection))
@@ -337,12 +347,17 @@ class Evaluator:
             return Selection(framework, "not-installed", None, entry.order, entry=entry.id,
                              references=entry.references)
         if chosen is not entry:
-            orders = list(dict.fromkeys(b for e in possible for b in e.order[:1]))
-            rest = expr.render(expr.residual(entry.predicate, facts))
-            pick = _walk(entry.order, verdicts)
-            return Selection(framework, "depends", None, entry.order, candidates=tuple(orders),
-                             note=f"order {entry.id} applies if {rest}", entry=entry.id,
-                             reason=pick.reason, references=entry.references)
+            picks = [_walk(e.order, verdicts) for e in possible]
+            candidates = list(dict.fromkeys(b for p in picks for b in ((p.backend,) if p.backend else p.candidates)))
+            if len(candidates) == 1 and all(p.status == picks[0].status for p in picks):
+                pick = picks[0]
+                return Selection(framework, pick.status, pick.backend, entry.order, candidates=pick.candidates,
+                                 note="whichever order applies", entry=entry.id, reason=pick.reason,
+                                 references=entry.references)
+            missing = sorted(set().union(*(expr.free_names(expr.residual(e.predicate, facts)) for e in possible)))
+            return Selection(framework, "depends", None, entry.order, candidates=tuple(candidates),
+                             note=f"the order depends on {', '.join(missing)}", entry=entry.id,
+                             references=entry.references)
         pick = _walk(entry.order, verdicts)
         return Selection(framework, pick.status, pick.backend, entry.order, candidates=pick.candidates,
                          note=entry.note, entry=entry.id, reason=pick.reason, references=entry.references)

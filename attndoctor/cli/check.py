@@ -1,0 +1,33 @@
+"""`attndoctor check`: this machine, its GPU and libraries, against your config or the bundled model shapes."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from .common import config_flags, emit, handle_errors
+from .options import with_groups
+
+
+@with_groups("config", "output", "gate")
+@handle_errors
+def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allowed for each probe step."),
+          config: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
+    """Check this machine: which backends run your config (or well-known model shapes), and which each framework picks."""
+    from ..probe import probe
+    from ..services import configs_from_inputs, diagnose_many
+
+    values, files = config_flags(config)
+    configs = configs_from_inputs(values, files, default_bundled=True)
+    if sys.stderr.isatty():
+        from rich.console import Console
+
+        with Console(stderr=True).status("probing this machine (GPU, torch, cuDNN, flash-attn, TE)…"):
+            environment = probe(timeout=timeout)
+    else:
+        environment = probe(timeout=timeout)
+    report = diagnose_many(configs, environment, command="check", backends=output.get("backend"),
+                           rules_dir=output.get("rules_dir"))
+    emit(report, output=output, gate=gate)

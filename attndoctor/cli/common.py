@@ -1,0 +1,81 @@
+"""The last steps every report command shares: gate, render, write, exit code."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import typer
+
+from ..errors import RuleError, UsageError
+
+REPORT_FORMATS = ("text", "json")
+
+
+def fail(message: str) -> "typer.Exit":
+    """Print one short line on stderr and return the exit-2 exception to raise."""
+    sys.stderr.write(f"attndoctor: error: {message}\n")
+    return typer.Exit(2)
+
+
+def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Bad input and broken rule files become exit 2 with one line, never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (UsageError, RuleError) as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper
+
+
+def config_flags(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Split the config group into field values the user gave and config files."""
+    values = {k: v for k, v in config.items() if k != "config_file" and v not in (None, False)}
+    if config.get("train") is False:
+        values["train"] = False
+    return values, list(config.get("config_file") or [])
+
+
+def require_any_groups(values: Sequence[str] | None) -> list[list[str]]:
+    """--require-any a,b --require-any c → [[a, b], [c]]."""
+    return [[b.strip() for b in v.split(",") if b.strip()] for v in (values or [])]
+
+
+def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | None = None) -> None:
+    """Evaluate the gate, render in the chosen format, write it, and exit with the gate's code."""
+    from ..engine.gate import SEVERITY, evaluate_gate
+
+    fmt = output.get("format", "text")
+    if fmt not in REPORT_FORMATS:
+        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(REPORT_FORMATS)}")
+    gate = gate or {}
+    fail_on = gate.get("fail_on")
+    if fail_on is not None and fail_on not in SEVERITY:
+        raise UsageError(f"--fail-on: unknown effect {fail_on!r}; accepted: {', '.join(SEVERITY)}")
+    known = {v.backend.id for r in report.results for v in r.all_verdicts}
+    require = list(gate.get("require") or [])
+    groups = require_any_groups(gate.get("require_any"))
+    for backend in require + [b for g in groups for b in g]:
+        if backend not in known:
+            raise UsageError(f"--require: unknown backend {backend!r}; accepted: {', '.join(sorted(known))}")
+    result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on)
+    target = output.get("output")
+    stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
+    try:
+        if fmt == "json":
+            from ..report.json_format import render_json
+
+            stream.write(render_json(report, result))
+        else:
+            from ..report.text import render_text
+
+            render_text(report, result, stream, detailed=bool(output.get("details")))
+    finally:
+        if target:
+            stream.close()
+    raise typer.Exit(0 if result.passed else 1)

@@ -1,0 +1,127 @@
+"""Option groups shared by commands, spelled once: each group arrives in the command as one dict."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, List, Optional
+
+import typer
+
+CONFIG_OPTIONS: list[tuple[str, str, str]] = [
+    ("batch", "--batch", "Batch size."),
+    ("heads", "--heads", "Query heads."),
+    ("kv_heads", "--kv-heads", "Key/value heads (GQA/MQA); defaults to --heads."),
+    ("seqlen", "--seqlen", "Sequence length of queries and keys/values."),
+    ("seqlen_q", "--seqlen-q", "Query sequence length."),
+    ("seqlen_kv", "--seqlen-kv", "Key/value sequence length; defaults to the query length."),
+    ("hdim", "--hdim", "Q/K head dim."),
+    ("hdim_v", "--hdim-v", "V head dim; defaults to --hdim."),
+    ("dtype", "--dtype", "bf16 | fp16 | fp32 | fp8."),
+    ("mask", "--mask", "none | causal | causal-bottom-right | padding | padding-causal | arbitrary."),
+    ("window", "--window", "Sliding window L,R (-1 = unbounded), e.g. 4096,0."),
+    ("dropout", "--dropout", "Dropout probability in [0, 1)."),
+    ("softcap", "--softcap", "Logit softcap (Gemma-2: 50)."),
+    ("bias", "--bias", "none | alibi | post-scale."),
+    ("layout", "--layout", "bshd | sbhd | thd | bhsd, or a TransformerEngine qkv layout."),
+    ("cp", "--cp", "Context-parallel size."),
+    ("cp_comm", "--cp-comm", "p2p | a2a | all_gather | a2a+p2p."),
+]
+CONFIG_FLAGS: list[tuple[str, str, str]] = [
+    ("causal", "--causal", "Short for --mask causal (top-left, like PyTorch's is_causal)."),
+    ("deterministic", "--deterministic", "Deterministic algorithms requested."),
+    ("paged_kv", "--paged-kv", "Paged KV cache."),
+    ("qkv_fused", "--qkv-fused", "q, k, v are views into one fused buffer (TE fuse_qkv_params)."),
+]
+ENV_OPTIONS: list[tuple[str, str, str]] = [
+    ("gpu", "--gpu", "GPU name (H100, A100, L40S, RTX4090, B200, ...) or sm90."),
+    ("torch", "--torch", "PyTorch version."),
+    ("cuda", "--cuda", "CUDA version torch was built with."),
+    ("cudnn", "--cudnn", "cuDNN version loaded at run time."),
+    ("flash_attn", "--flash-attn", "flash-attn 2 version ('none' = not installed)."),
+    ("flash_attn_3", "--flash-attn-3", "flash-attn 3 version."),
+    ("flash_attn_4", "--flash-attn-4", "flash-attn 4 version."),
+    ("cudnn_frontend", "--cudnn-frontend", "nvidia-cudnn-frontend version."),
+    ("te", "--te", "TransformerEngine version."),
+    ("driver", "--driver", "NVIDIA driver version."),
+]
+
+
+def _param(name: str, flag: str, help_text: str, panel: str, *, kind: Any = Optional[str],
+           default: Any = None, **extra: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                             default=typer.Option(default, flag, help=help_text, rich_help_panel=panel, **extra))
+
+
+def config_params() -> list[inspect.Parameter]:
+    panel = "Attention config"
+    params = [_param(n, f, h, panel) for n, f, h in CONFIG_OPTIONS]
+    params.append(inspect.Parameter("train", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[bool],
+                                    default=typer.Option(None, "--train/--infer",
+                                                         help="Forward and backward, or forward only.",
+                                                         rich_help_panel=panel)))
+    params += [_param(n, f, h, panel, kind=bool, default=False) for n, f, h in CONFIG_FLAGS]
+    params.append(_param("config_file", "--config-file", "Configs from .json (object or list), .jsonl, or .toml "
+                         "with [[config]] tables; flags override their fields.", panel,
+                         kind=Optional[List[str]]))
+    return params
+
+
+def env_params() -> list[inspect.Parameter]:
+    panel = "Environment (what-if)"
+    params = [_param(n, f, h, panel) for n, f, h in ENV_OPTIONS]
+    params.append(_param("set_env", "--set-env", "An environment variable NAME=VALUE (repeatable).", panel,
+                         kind=Optional[List[str]]))
+    params.append(_param("env_file", "--env-file", "The JSON of `attndoctor check --format json` from another "
+                         "machine; flags override it.", panel))
+    return params
+
+
+def output_params(formats: tuple[str, ...]) -> list[inspect.Parameter]:
+    panel = "Output"
+    return [
+        _param("backend", "--backend", "Only these backends (repeatable).", panel, kind=Optional[List[str]]),
+        _param("format", "--format", f"{' | '.join(formats)}.", panel, kind=str, default="text"),
+        _param("output", "--output", "Write the report to this file instead of standard output.", panel),
+        _param("details", "--details", "One table per config even when there are many.", panel, kind=bool,
+               default=False),
+        _param("rules_dir", "--rules-dir", "Use the rules in this folder instead of the bundled ones.", panel),
+    ]
+
+
+def gate_params() -> list[inspect.Parameter]:
+    panel = "Gate (exit 1 when it fails)"
+    return [
+        _param("require", "--require", "This backend must run every config (repeatable).", panel,
+               kind=Optional[List[str]]),
+        _param("require_any", "--require-any", "At least one of these comma-separated backends must run every "
+               "config (repeatable).", panel, kind=Optional[List[str]]),
+        _param("fail_on", "--fail-on", "Fail on any finding of this effect or worse on the backends in scope: "
+               "info | slow | unsupported | api-mismatch | wrong-results.", panel),
+    ]
+
+
+GROUPS: dict[str, Callable[..., list[inspect.Parameter]]] = {
+    "config": config_params, "env": env_params, "gate": gate_params,
+}
+
+
+def with_groups(*groups: str, formats: tuple[str, ...] = ("text", "json")) -> Callable[[Callable[..., Any]],
+                                                                                        Callable[..., Any]]:
+    """Give a command the option groups it names; it receives each group as a dict keyword (config=..., ...)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        own = [p for p in inspect.signature(func).parameters.values() if p.name not in (*groups, "output_opts")]
+        group_params = {g: (output_params(formats) if g == "output" else GROUPS[g]()) for g in groups}
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> Any:
+            grouped = {g: {p.name: kwargs.pop(p.name) for p in params} for g, params in group_params.items()}
+            return func(**kwargs, **grouped)
+
+        params = own + [p for ps in group_params.values() for p in ps]
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        del wrapper.__wrapped__
+        return wrapper
+
+    return decorate

@@ -1,0 +1,124 @@
+"""`attndoctor rules`: list, show, lint and tabulate the rule base (modelled on `ruff rule`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+
+from .common import handle_errors
+
+rules_app = typer.Typer(help="Browse and check the rule base.", no_args_is_help=True)
+
+RulesDir = typer.Option(None, "--rules-dir", help="A folder of rule files instead of the bundled rules.")
+Format = typer.Option("text", "--format", help="text | json.")
+
+
+def _base(rules_dir: Optional[str]):
+    from ..engine.rules import load_rulebase
+
+    return load_rulebase(rules_dir)
+
+
+def _check_format(fmt: str, accepted: tuple[str, ...] = ("text", "json")) -> None:
+    from ..errors import UsageError
+
+    if fmt not in accepted:
+        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(accepted)}")
+
+
+@rules_app.command("list")
+@handle_errors
+def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", help="Only rules about this backend."),
+               fmt: str = Format, rules_dir: Optional[str] = RulesDir) -> None:
+    """List every rule: id, backends, effect, title."""
+    from ..errors import UsageError
+
+    _check_format(fmt)
+    base = _base(rules_dir)
+    for b in backend or []:
+        if b not in base.backend_ids:
+            raise UsageError(f"--backend: unknown backend {b!r}; accepted: {', '.join(base.backend_ids)}")
+    rules = [r for r in base.rules if not backend or set(backend) & set(r.backends)]
+    if fmt == "json":
+        sys.stdout.write(json.dumps([r.to_dict() for r in rules], indent=2) + "\n")
+        return
+    from rich import box
+    from rich.table import Table
+
+    from ..report.text import make_console
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("id", "backends", "effect", "title"):
+        table.add_column(column, no_wrap=column != "title")
+    for r in rules:
+        table.add_row(r.id, ", ".join(r.backends), r.effect, r.title)
+    console = make_console()
+    console.print(table)
+    console.print(f"{len(rules)} rules")
+
+
+@rules_app.command("show")
+@handle_errors
+def show_rule(rule_id: str = typer.Argument(..., help="A rule id, e.g. TE-FUSED-SEQ64-CUDNN8."),
+              fmt: str = Format, rules_dir: Optional[str] = RulesDir) -> None:
+    """Everything about one rule: what it says, when, the symptom, the fix, the source, its examples."""
+    from ..errors import UsageError
+
+    _check_format(fmt)
+    base = _base(rules_dir)
+    rule = base.rule(rule_id) or base.rule(rule_id.upper())
+    if rule is None:
+        import difflib
+
+        close = difflib.get_close_matches(rule_id.upper(), [r.id for r in base.rules], n=1)
+        hint = f"; did you mean {close[0]}?" if close else "; see `attndoctor rules list`"
+        raise UsageError(f"no rule {rule_id!r}{hint}")
+    if fmt == "json":
+        doc = rule.to_dict()
+        doc["examples"] = [{"applies": e.applies, "config": dict(e.config), "env": dict(e.env)} for e in rule.examples]
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    from ..engine.expr import render_range
+    from ..report.text import make_console
+
+    console = make_console()
+    console.print(f"[bold]{rule.id}[/bold]: {rule.title}")
+    console.print()
+    console.print(f"backends:   {', '.join(rule.backends)}")
+    console.print(f"effect:     {rule.effect} (shows at {rule.surfaces})")
+    if rule.when:
+        console.print("when:       " + " and ".join(render_range(k, v) for k, v in rule.when.items()))
+    if rule.condition_text:
+        console.print(f"condition:  {rule.condition_text}", markup=False)
+    console.print(f"message:    {rule.message}", markup=False)
+    if rule.symptom:
+        console.print(f"symptom:    {rule.symptom}", markup=False)
+    for fix in rule.fixes:
+        console.print(f"fix:        {fix.describe()}", markup=False)
+    for ref in rule.references:
+        console.print(f"source:     {ref}", markup=False)
+    console.print(f"evidence:   {rule.evidence}")
+    if rule.notes:
+        console.print(f"notes:      {rule.notes}", markup=False)
+    for e in rule.examples:
+        verb = "applies" if e.applies else "does not apply"
+        console.print(f"example:    {verb}: config {dict(e.config)} env {dict(e.env)}", markup=False)
+    console.print(f"defined in: {rule.file}:{rule.line}", style="dim")
+
+
+@rules_app.command("lint")
+@handle_errors
+def lint_rules(rules_dir: Optional[str] = RulesDir) -> None:
+    """Check the rule base: examples replay, every rule has a source and both kinds of example, fixes leave the range."""
+    from ..engine.lint import lint
+
+    base = _base(rules_dir)
+    problems = lint(base)
+    for p in problems:
+        sys.stdout.write(f"{p}\n")
+    sys.stdout.write(f"{len(base.rules)} rules in {len(base.files)} files: "
+                     f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}\n")
+    raise typer.Exit(1 if problems else 0)

@@ -1,0 +1,146 @@
+"""PyTorch facts, read in a subprocess so that a broken or slow torch never touches the doctor itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+from ..environment import ABSENT, Environment
+from ._run import MARKER, note, run_python
+from .cudnn_lib import cudnn_version_text
+
+TORCH_SNIPPET = r"""
+import json
+import torch
+out = {"torch": str(torch.__version__), "cuda": getattr(torch.version, "cuda", None),
+       "hip": getattr(torch.version, "hip", None)}
+
+def attempt(key, fn):
+    try:
+        out[key] = fn()
+    except Exception as exc:
+        out.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, exc)
+
+attempt("cudnn", lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None)
+attempt("cudnn_compiled", lambda: list(torch._C._cudnn.getCompileVersion()))
+attempt("cuda_available", lambda: bool(torch.cuda.is_available()))
+# get_arch_list() is empty without a usable GPU; the build's flags are there all the same.
+attempt("arch_list", lambda: (torch._C._cuda_getArchFlags() or "").split())
+if out.get("cuda_available"):
+    attempt("capability", lambda: list(torch.cuda.get_device_capability(0)))
+    attempt("device_name", lambda: str(torch.cuda.get_device_name(0)))
+print(MARKER + json.dumps(out))
+""".replace("MARKER", repr(MARKER))
+
+
+def torch_installed() -> bool:
+    """Whether `import torch` could find something, decided without importing it."""
+    try:
+        if importlib.util.find_spec("torch") is not None:
+            return True
+    except (ImportError, ValueError, AttributeError):
+        return True  # something named torch is there, if broken: let the subprocess say what
+    from .packages import distribution_version  # noqa: PLC0415
+
+    return distribution_version("torch") is not None
+
+
+def probe_torch(timeout: float, *, installed_version: str | None = None) -> Environment:
+    """A partial Environment: versions torch/cuda/cudnn, torch_arch_list, torch_cuda_available, cudnn_compiled,
+    import_errors["torch"], notes; gpu/sm from torch's device 0 when it has one. Never raises."""
+    env = Environment(source="probe")
+    if installed_version == ABSENT or (installed_version is None and not torch_installed()):
+        env.versions["torch"] = ABSENT
+        return env
+    if installed_version:
+        env.versions["torch"] = installed_version
+    label = f"torch {installed_version}" if installed_version else "torch"
+    result = run_python(TORCH_SNIPPET, timeout=timeout)
+    data = result.payload()
+    if result.timed_out:
+        env.notes.append(note("torch", "warning", f"import torch did not finish within {timeout:.0f} s; "
+                              "the CUDA, cuDNN and GPU facts torch would give are unknown"))
+        return env
+    if data is None:
+        line = result.failure()
+        env.import_errors["torch"] = line
+        env.notes.append(note("import", "error", f"{label} is installed but does not import: {line}"))
+        return env
+    fill_from_payload(env, data)
+    return env
+
+
+def fill_from_payload(env: Environment, data: dict) -> None:
+    """Turn the snippet's JSON into Environment facts."""
+    version = data.get("torch")
+    if isinstance(version, str) and version:
+        env.versions["torch"] = version
+    cuda, hip = data.get("cuda"), data.get("hip")
+    if isinstance(cuda, str) and cuda:
+        env.versions["cuda"] = cuda
+    elif hip:
+        env.versions["cuda"] = ABSENT
+        env.notes.append(note("torch", "warning", f"torch {version} is a ROCm build (HIP {hip}); attndoctor "
+                              "knows the NVIDIA CUDA backends only"))
+    else:
+        env.versions["cuda"] = ABSENT
+        env.notes.append(note("torch", "warning", f"torch {version} is a CPU-only build: no CUDA attention "
+                              "backend can run; install a CUDA build of torch"))
+    cudnn = data.get("cudnn")
+    if isinstance(cudnn, int) and cudnn > 0:
+        env.versions["cudnn"] = cudnn_version_text(cudnn)
+    compiled = data.get("cudnn_compiled")
+    if isinstance(compiled, list) and compiled and all(isinstance(x, int) for x in compiled):
+        env.cudnn_compiled = ".".join(str(x) for x in compiled)
+    available = data.get("cuda_available")
+    if isinstance(available, bool):
+        env.torch_cuda_available = available
+    arch = data.get("arch_list")
+    if isinstance(arch, list) and all(isinstance(a, str) for a in arch) and env.versions.get("cuda") != ABSENT:
+        env.torch_arch_list = list(arch)
+    cap = data.get("capability")
+    if isinstance(cap, list) and len(cap) == 2 and all(isinstance(x, int) for x in cap):
+        env.sm = cap[0] * 10 + cap[1]
+        name = data.get("device_name")
+        if isinstance(name, str) and name:
+            try:
+                from ..gpus import lookup_gpu  # noqa: PLC0415
+
+                spec = lookup_gpu(name)
+            except Exception:  # noqa: BLE001
+                spec = None
+            env.gpu = spec.name if spec is not None else name
+    errors = data.get("errors")
+    if isinstance(errors, dict) and "cuda_available" in errors:
+        env.notes.append(note("torch", "warning", f"torch.cuda.is_available() failed: {errors['cuda_available']}"))
+
+
+_ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
+
+
+def arch_supported(sm: int, arch_list: list[str] | None) -> bool | None:
+    """Whether a torch built for `arch_list` (sm_90, compute_90, ...) has kernels that run on compute capability
+    `sm`; None when the list is unknown or empty.
+
+    Runs: a cubin for the same arch (sm_90, or sm_90a on 9.0 itself), a cubin of the same major arch and a lower
+    minor (sm_80 runs on 8.6; sm_100f on 10.3), or PTX (compute_XY, no a/f suffix) of an arch <= sm, which the
+    driver JITs.
+    """
+    if not arch_list:
+        return None
+    for item in arch_list:
+        match = _ARCH.match(item.strip().lower())
+        if not match:
+            continue
+        kind, num, suffix = match.group(1), int(match.group(2)), match.group(3)
+        if num == sm:
+            return True
+        if suffix == "f" and num // 10 == sm // 10 and num < sm:
+            return True  # family code (sm_100f) runs on the later members of its family (10.3)
+        if suffix:
+            continue  # arch-specific code (sm_90a) runs on that arch only
+        if kind == "sm" and num // 10 == sm // 10 and num < sm:
+            return True
+        if kind == "compute" and num < sm:
+            return True
+    return False

@@ -1,0 +1,3 @@
+"""Renderers of a Report: they format, they decide nothing."""
+
+FORMATS = ("text", "json")

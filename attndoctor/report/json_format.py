@@ -1,0 +1,35 @@
+"""The stable JSON document (schema_version) behind --format json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import __version__
+from ..engine.evaluate import Report
+from ..engine.gate import GateResult
+
+SCHEMA_VERSION = 1
+
+
+def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
+    """The report as plain data."""
+    counts: dict[str, int] = {}
+    for result in report.results:
+        for v in result.verdicts:
+            counts[v.status] = counts.get(v.status, 0) + 1
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "attndoctor", "version": __version__},
+        "command": report.command,
+        "rules": {"count": report.rule_count, "files": list(report.rule_files), "ignored": dict(report.ignored)},
+        "environment": report.environment.to_dict(),
+        "results": [r.to_dict() for r in report.results],
+        "summary": {"configs": len(report.results), "verdicts": counts},
+        "gate": gate.to_dict(),
+    }
+
+
+def render_json(report: Report, gate: GateResult) -> str:
+    """Indented JSON text."""
+    return json.dumps(report_document(report, gate), indent=2, default=str) + "\n"

@@ -1,0 +1,235 @@
+"""Rich text: one table per config (or a matrix for many), each reason and fix on one line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .. import __version__
+from ..engine.evaluate import ConfigResult, Finding, Report, Selection, Verdict
+from ..engine.gate import GateResult
+from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment
+
+MARK = {
+    "supported": ("✓", "green", "runs"),
+    "depends": ("?", "yellow", "depends"),
+    "unsupported": ("✗", "red", "refused"),
+    "api-mismatch": ("✗", "red", "API mismatch"),
+    "wrong-results": ("⚠", "magenta", "WRONG RESULTS"),
+    "not-installed": ("–", "dim", "not installed"),
+}
+FRAMEWORK_LABEL = {"pytorch": "PyTorch SDPA", "transformer-engine": "TransformerEngine"}
+
+
+def make_console(file: IO[str] | None = None) -> Console:
+    """A console that drops colour for NO_COLOR or a pipe, and keeps lines wide enough to read in a file."""
+    stream = file or sys.stdout
+    terminal = hasattr(stream, "isatty") and stream.isatty()
+    no_color = bool(os.environ.get("NO_COLOR")) or not terminal
+    return Console(file=stream, no_color=no_color, highlight=False, emoji=False,
+                   width=None if terminal else 140, color_system=None if no_color else "auto",
+                   force_terminal=terminal and not no_color)
+
+
+def environment_lines(env: Environment) -> list[Text]:
+    """Where the answer is for: the GPU and the versions that were known."""
+    head = Text()
+    head.append(f"attndoctor {__version__}", style="bold")
+    source = "this machine" if env.source == "probe" else env.source
+    head.append(f" · {source} · ")
+    if env.gpu or env.sm:
+        gpu = env.gpu or f"sm{env.sm}"
+        head.append(f"{gpu}" + (f" (sm{env.sm})" if env.sm and env.gpu != f"sm{env.sm}" else ""), style="bold")
+        if len(env.gpus) > 1:
+            head.append(f" ×{len(env.gpus)}")
+    elif env.no_gpu:
+        head.append("no NVIDIA GPU", style="bold yellow")
+    else:
+        head.append("GPU not given", style="yellow")
+    known, absent, unknown = [], [], []
+    for package in PACKAGES:
+        value = env.versions.get(package)
+        label = PACKAGE_LABELS[package]
+        if value is None:
+            unknown.append(label)
+        elif value == ABSENT:
+            absent.append(label)
+        else:
+            known.append(f"{label} {value}")
+    if known:
+        head.append(" · " + " · ".join(known))
+    lines = [head]
+    if absent:
+        lines.append(Text("  not installed: " + ", ".join(absent), style="dim"))
+    if unknown and env.source != "probe":
+        lines.append(Text("  not given: " + ", ".join(unknown) + " (verdicts that depend on them say so)",
+                          style="dim"))
+    set_vars = {k: v for k, v in env.env_vars.items() if k.startswith(("NVTE_", "TORCH_CUDNN", "CUDNN_"))}
+    if set_vars:
+        lines.append(Text("  env: " + " ".join(f"{k}={v}" for k, v in sorted(set_vars.items())), style="dim"))
+    for note in env.notes:
+        style = {"error": "red", "warning": "yellow"}.get(note.get("severity", ""), "dim")
+        lines.append(Text(f"  {note.get('severity', 'info')}: {note.get('message', '')}", style=style))
+    return lines
+
+
+def _mark(status: str, short: bool = False) -> Text:
+    symbol, style, word = MARK[status]
+    return Text(symbol if short else f"{symbol} {word}", style=style)
+
+
+def _finding_line(f: Finding) -> Text:
+    line = Text()
+    if f.applies is None:
+        line.append("if ", style="yellow")
+        line.append(f.condition or "?", style="yellow")
+        line.append(": ")
+    line.append(f.message)
+    line.append(f"  [{f.id}]", style="dim")
+    return line
+
+
+def _why(v: Verdict) -> Text:
+    shown = [f for f in v.findings if f.blocking] or [f for f in v.findings if f.effect in ("slow", "info")]
+    text = Text()
+    for i, f in enumerate(shown):
+        if i:
+            text.append("\n")
+        text.append_text(_finding_line(f))
+    if v.status == "depends" and v.missing:
+        text.append("\n")
+        text.append(f"depends on: {', '.join(v.missing)}", style="yellow")
+    return text
+
+
+def _fix(v: Verdict) -> Text:
+    if v.fix:
+        text = Text(v.fix.describe())
+        for alt in v.alternatives[:2]:
+            text.append("\nor " + alt.describe(), style="dim")
+        return text
+    if v.status == "not-installed":
+        first = next((f for f in v.findings if f.id == "AD-NOT-INSTALLED"), None)
+        return Text(first.message.split("(", 1)[-1].rstrip(")") if first else "", style="dim")
+    return Text("")
+
+
+def _selection_text(s: Selection) -> Text:
+    label = FRAMEWORK_LABEL.get(s.framework, s.framework)
+    text = Text()
+    text.append(f"{label}: ", style="bold")
+    if s.status == "selected":
+        text.append(f"runs {s.backend}", style="green")
+    elif s.status == "fails":
+        text.append(f"selects {s.backend}, which FAILS at run time", style="bold red")
+        if s.reason:
+            text.append(f" — {s.reason}", style="red")
+    elif s.status == "wrong-results":
+        text.append(f"selects {s.backend}, which gives WRONG RESULTS", style="bold magenta")
+        if s.reason:
+            text.append(f" — {s.reason}", style="magenta")
+    elif s.status == "depends":
+        text.append("depends: " + " or ".join(s.candidates), style="yellow")
+        if s.note:
+            text.append(f" ({s.note})", style="dim")
+    elif s.status == "none":
+        text.append("no backend can run it", style="bold red")
+    else:
+        text.append(s.status, style="dim")
+    return text
+
+
+def render_result(console: Console, result: ConfigResult) -> None:
+    """The detailed table for one config."""
+    console.print(Text(result.config.label(), style="bold"))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("backend", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("why", ratio=3)
+    table.add_column("smallest fix", ratio=2)
+    for v in result.verdicts:
+        table.add_row(v.backend.id, _mark(v.status), _why(v), _fix(v))
+    console.print(table)
+    for s in result.selected:
+        console.print(Text("  ").append_text(_selection_text(s)))
+    console.print()
+
+
+def render_matrix(console: Console, report: Report) -> None:
+    """Many configs: one row each, one column per backend, then every reason once with the configs it hits."""
+    backends = [v.backend.id for v in report.results[0].verdicts]
+    installed = [b for b in backends if any(r.verdict(b).status != "not-installed" for r in report.results)]
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("config", no_wrap=True)
+    for b in installed:
+        table.add_column(b, justify="center", no_wrap=True)
+    frameworks = [s.framework for s in report.results[0].selected]
+    for fw in frameworks:
+        table.add_column(f"{FRAMEWORK_LABEL.get(fw, fw)} runs", no_wrap=True)
+    for r in report.results:
+        row: list[Text | str] = [r.config.name or r.config.label()]
+        row += [_mark(r.verdict(b).status, short=True) for b in installed]
+        for s in r.selected:
+            if s.status == "selected":
+                row.append(Text(s.backend or "", style="green"))
+            elif s.status in ("fails", "wrong-results"):
+                row.append(Text(f"{s.backend} ✗ {s.status}", style="red"))
+            elif s.status == "depends":
+                row.append(Text(" or ".join(s.candidates), style="yellow"))
+            else:
+                row.append(Text(s.status, style="dim"))
+        table.add_row(*row)
+    console.print(table)
+    missing = [b for b in backends if b not in installed]
+    if missing:
+        console.print(Text(f"  not installed here: {', '.join(missing)}", style="dim"))
+    console.print(Text("  ✓ runs   ✗ refused   ⚠ wrong results   ? depends on a fact not given", style="dim"))
+    console.print()
+    grouped: dict[tuple[str, str], tuple[Verdict, Finding, list[str]]] = {}
+    for r in report.results:
+        for v in r.verdicts:
+            if v.status in ("supported", "not-installed"):
+                continue
+            for f in v.findings:
+                if not f.blocking:
+                    continue
+                key = (v.backend.id, f.id)
+                if key not in grouped:
+                    grouped[key] = (v, f, [])
+                grouped[key][2].append(r.config.name or r.config.label())
+    if grouped:
+        console.print(Text("Why", style="bold"))
+        reasons = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        reasons.add_column("backend", no_wrap=True)
+        reasons.add_column("reason", ratio=3)
+        reasons.add_column("configs", ratio=1)
+        reasons.add_column("smallest fix", ratio=2)
+        for (backend, _), (v, f, names) in grouped.items():
+            reasons.add_row(backend, _finding_line(f), ", ".join(names), _fix(v))
+        console.print(reasons)
+
+
+def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False) -> None:
+    """Write the human report."""
+    console = make_console(file)
+    for line in environment_lines(report.environment):
+        console.print(line)
+    console.print()
+    if len(report.results) == 1 or detailed:
+        for result in report.results:
+            render_result(console, result)
+    else:
+        render_matrix(console, report)
+    if report.ignored:
+        for rule, why in report.ignored.items():
+            console.print(Text(f"ignored {rule}: {why}", style="dim"))
+    if not gate.passed:
+        console.print(Text("gate failed:", style="bold red"))
+        for reason in gate.reasons:
+            console.print(Text(f"  {reason}", style="red"))

@@ -1,0 +1,79 @@
+"""What the commands and the Python API share: building configs and environments, and running the engine."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any, Iterable, Mapping, Sequence
+
+from .config import AttentionConfig, load_config_file, make_config, replace
+from .environment import Environment, environment_from_flags, load_env_file
+from .errors import UsageError
+
+
+def bundled_configs() -> list[AttentionConfig]:
+    """The well-known model shapes, each for training and for inference."""
+    from ._toml import loads_toml
+
+    text = resources.files("attndoctor").joinpath("data/shapes.toml").read_text(encoding="utf-8")
+    out = []
+    for entry in loads_toml(text)["config"]:
+        base = make_config(entry)
+        out.append(replace(base, train=True, name=f"{base.name} train"))
+        out.append(replace(base, train=False, name=f"{base.name} infer"))
+    return out
+
+
+def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = (),
+                        default_bundled: bool = False) -> list[AttentionConfig]:
+    """Configs from flags and config files; the bundled shapes when nothing was given and that is wanted."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    configs: list[AttentionConfig] = []
+    for path in config_files:
+        configs.extend(load_config_file(path))
+    if given or (not configs and not default_bundled):
+        if configs:
+            configs = [make_config({**c.to_dict(), **given}) for c in configs]
+        else:
+            configs.append(make_config(given))
+    if not configs:
+        configs = bundled_configs()
+    return configs
+
+
+def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
+                       env_vars: Mapping[str, str] | None = None) -> Environment:
+    """An environment from --env-file, overridden by what-if flags."""
+    base = load_env_file(env_file) if env_file else None
+    values = {k: v for k, v in facts.items() if v is not None}
+    if env_vars:
+        values["env_vars"] = dict(env_vars)
+    return environment_from_flags(values, base=base)
+
+
+def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:
+    """NAME=VALUE pairs from --set-env."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not name.replace("_", "").isalnum():
+            raise UsageError(f"--set-env: expected NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
+def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, command: str = "explain",
+                  backends: Sequence[str] | None = None, rules_dir: str | None = None,
+                  ignore: Iterable[str] = ()) -> Any:
+    """Evaluate every config on one environment and return a Report."""
+    from .engine.evaluate import Evaluator, Report
+    from .engine.rules import load_rulebase
+
+    base = load_rulebase(rules_dir)
+    if backends:
+        unknown = [b for b in backends if b not in base.backend_ids]
+        if unknown:
+            raise UsageError(f"--backend: unknown backend {unknown[0]!r}; accepted: {', '.join(base.backend_ids)}")
+    evaluator = Evaluator(base, ignore=ignore)
+    results = [evaluator.evaluate(c, env, backends) for c in configs]
+    return Report(command=command, environment=env, results=results, rule_count=len(base.rules),
+                  rule_files=base.files)
