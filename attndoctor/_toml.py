@@ -1,19 +1,52 @@
-"""TOML reading on every supported Python (tomllib from 3.11, tomli before)."""
+"""TOML reading on every supported Python (tomllib from 3.11, tomli before), with a JSON cache for speed."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import zlib
+from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as _toml
 
 
 def loads_toml(text: str) -> dict[str, Any]:
     """Parse TOML text; raises ValueError with the parser's position on bad input."""
+    if sys.version_info >= (3, 11):
+        import tomllib as _toml
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as _toml
     try:
         return _toml.loads(text)
     except _toml.TOMLDecodeError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _cache_dir() -> Path | None:
+    if os.environ.get("ATTNDOCTOR_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "attndoctor" / "toml"
+
+
+def load_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and data; the parsed data is reused from a JSON cache while the file is unchanged."""
+    text = path.read_text(encoding="utf-8")
+    folder = _cache_dir()
+    if folder is None:
+        return text, loads_toml(text)
+    raw = text.encode("utf-8")
+    cached = folder / f"{zlib.crc32(raw):08x}-{len(raw)}.json"
+    try:
+        return text, json.loads(cached.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    data = loads_toml(text)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, cached)
+    except (OSError, TypeError, ValueError):
+        pass
+    return text, data

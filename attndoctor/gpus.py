@@ -5,18 +5,18 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
-from ._toml import loads_toml
+from ._toml import load_toml_file, loads_toml
 from .errors import UsageError
 
 _FIELDS = ("name", "aliases", "sm", "memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs",
            "source")
 _NUMBERS = ("memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs")
 _NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
-# What may follow a known name in a longer one ("NVIDIA H100 80GB HBM3 ..."): a letter, or a memory size.
-_SUFFIX_OK = re.compile(r"^(?:[a-z]|\d+gb?)")
-_SUFFIX_NOT_THE_SAME_CHIP = ("laptop", "mobile")
+# What may follow a known name in a longer one, such as an NVML name we do not list ("NVIDIA B300 SXM6 AC"):
+# form factor, memory size and type, edition words. Anything else ("L40" after "L4", "Laptop GPU") is no match.
+_SUFFIX_OK = re.compile(r"^(?:sxm\d*|pcie|nvl\d*|hbm\d*e?|\d+gb?|gb|edition|workstation|server|maxq|generation|"
+                        r"ac|oem|d)+$")
 _SM_FORM = re.compile(r"^(?:sm|compute)[_\- ]?(\d{2,3})[af]?$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
@@ -52,16 +52,12 @@ def normalize_gpu_name(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", lowered)
 
 
-def _read_catalogue_text() -> str:
-    try:
-        return (resources.files("attndoctor") / "data" / "gpus.toml").read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError, TypeError, AttributeError, OSError):
-        return (Path(__file__).resolve().parent / "data" / "gpus.toml").read_text(encoding="utf-8")
+CATALOGUE = Path(__file__).resolve().parent / "data" / "gpus.toml"
 
 
-def parse_catalogue(text: str, *, where: str = "gpus.toml") -> tuple[GpuSpec, ...]:
+def parse_catalogue(text: str, *, where: str = "gpus.toml", data: dict | None = None) -> tuple[GpuSpec, ...]:
     """Parse and check a GPU catalogue; raises ValueError naming the entry on a malformed one."""
-    data = loads_toml(text)
+    data = loads_toml(text) if data is None else data
     entries = data.get("gpu")
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{where}: expected [[gpu]] tables")
@@ -109,7 +105,8 @@ def parse_catalogue(text: str, *, where: str = "gpus.toml") -> tuple[GpuSpec, ..
 @functools.lru_cache(maxsize=1)
 def gpu_catalogue() -> tuple[GpuSpec, ...]:
     """Every GPU in the bundled catalogue, in file order (read once)."""
-    return parse_catalogue(_read_catalogue_text())
+    text, data = load_toml_file(CATALOGUE)
+    return parse_catalogue(text, data=data)
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,8 +122,8 @@ def _index() -> tuple[dict[str, GpuSpec], tuple[tuple[str, GpuSpec], ...]]:
 def lookup_gpu(text: str | None) -> GpuSpec | None:
     """The catalogue entry for a GPU name, alias or NVML name ("H100" is the H100 SXM); None if unknown.
 
-    A name not listed still matches when a known name starts it and what follows is a letter or a memory
-    size ("NVIDIA H100 80GB HBM3 XYZ"), never when a digit continues the model number ("L40" is not "L4").
+    A name not listed still matches when a known name starts it and only form factor, memory or edition words
+    follow ("NVIDIA H100 SXM5 80GB"); never when the model number goes on ("L40" is not "L4").
     """
     if not text or not isinstance(text, str):
         return None
@@ -139,7 +136,7 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
     for alias, spec in by_length:
         if key.startswith(alias):
             rest = key[len(alias):]
-            if _SUFFIX_OK.match(rest) and not any(word in rest for word in _SUFFIX_NOT_THE_SAME_CHIP):
+            if _SUFFIX_OK.match(rest):
                 return spec
     return None
 

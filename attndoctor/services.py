@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .config import AttentionConfig, load_config_file, make_config, replace
@@ -12,11 +12,11 @@ from .errors import UsageError
 
 def bundled_configs() -> list[AttentionConfig]:
     """The well-known model shapes, each for training and for inference."""
-    from ._toml import loads_toml
+    from ._toml import load_toml_file
 
-    text = resources.files("attndoctor").joinpath("data/shapes.toml").read_text(encoding="utf-8")
+    _, data = load_toml_file(Path(__file__).resolve().parent / "data" / "shapes.toml")
     out = []
-    for entry in loads_toml(text)["config"]:
+    for entry in data["config"]:
         base = make_config(entry)
         out.append(replace(base, train=True, name=f"{base.name} train"))
         out.append(replace(base, train=False, name=f"{base.name} infer"))

@@ -64,7 +64,7 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
         if backend not in known:
             raise UsageError(f"--require: unknown backend {backend!r}; accepted: {', '.join(sorted(known))}")
     result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on)
-    target = output.get("output")
+    target = output.get("output_file")
     stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
     try:
         if fmt == "json":

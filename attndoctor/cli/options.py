@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from typing import Any, Callable, List, Optional
 
 import typer
@@ -82,7 +83,7 @@ def output_params(formats: tuple[str, ...]) -> list[inspect.Parameter]:
     return [
         _param("backend", "--backend", "Only these backends (repeatable).", panel, kind=Optional[List[str]]),
         _param("format", "--format", f"{' | '.join(formats)}.", panel, kind=str, default="text"),
-        _param("output", "--output", "Write the report to this file instead of standard output.", panel),
+        _param("output_file", "--output", "Write the report to this file instead of standard output.", panel),
         _param("details", "--details", "One table per config even when there are many.", panel, kind=bool,
                default=False),
         _param("rules_dir", "--rules-dir", "Use the rules in this folder instead of the bundled ones.", panel),
@@ -120,7 +121,10 @@ def with_groups(*groups: str, formats: tuple[str, ...] = ("text", "json")) -> Ca
             return func(**kwargs, **grouped)
 
         params = own + [p for ps in group_params.values() for p in ps]
+        hints = typing.get_type_hints(func)
+        params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in params]
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
         del wrapper.__wrapped__
         return wrapper
 

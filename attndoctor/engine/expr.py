@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from ..config import BIASES, CP_COMMS, DTYPES, LAYOUTS, MASKS, QKV_FORMATS
 from ..environment import ABSENT, PACKAGES, parse_version
 from ..errors import UsageError
+from .ranges import VersionRange
 
 
 class _Unknown:
@@ -95,66 +94,74 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
 
 # ---------------------------------------------------------------- syntax tree
 
-@dataclass(frozen=True)
 class Node:
-    """A node of a parsed condition; `col` points into the source for messages."""
+    """A node of a parsed condition; `col` points into the source for messages (plain slots: cheap to import)."""
 
-    col: int
+    __slots__: tuple[str, ...] = ("col",)
+    _fields: tuple[str, ...] = ("col",)
+
+    def __init__(self, *values: Any) -> None:
+        for name, value in zip(self._fields, values):
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._fields[1:])
+        return f"{type(self).__name__}({inner})"
 
 
-@dataclass(frozen=True)
 class Const(Node):
+    __slots__ = _fields = ("col", "value")
     value: Any
 
 
-@dataclass(frozen=True)
 class Var(Node):
+    __slots__ = _fields = ("col", "name")
     name: str
 
 
-@dataclass(frozen=True)
 class ListLit(Node):
+    __slots__ = _fields = ("col", "items")
     items: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
 class Call(Node):
+    __slots__ = _fields = ("col", "func", "args")
     func: str
     args: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
 class Unary(Node):
+    __slots__ = _fields = ("col", "op", "operand")
     op: str
     operand: Node
 
 
-@dataclass(frozen=True)
 class Binary(Node):
+    __slots__ = _fields = ("col", "op", "left", "right")
     op: str
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
 class Compare(Node):
+    __slots__ = _fields = ("col", "op", "left", "right")
     op: str
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
 class BoolOp(Node):
+    __slots__ = _fields = ("col", "op", "items")
     op: str
     items: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
 class InRange(Node):
     """A version or arch fact inside a PEP 440 specifier set (the `when` table of a rule)."""
 
+    __slots__ = _fields = ("col", "name", "spec")
     name: str
-    spec: SpecifierSet
+    spec: VersionRange
 
 
 # ---------------------------------------------------------------- tokenizer and parser
@@ -485,11 +492,10 @@ def in_range(name: str, spec_text: str) -> InRange:
     if name not in VARIABLES or VARIABLES[name][0] not in (VER, INT) or (VARIABLES[name][0] == INT and name != "sm"):
         raise ExprError(f"when: {name!r} is not a version or arch fact; accepted: sm, {', '.join(PACKAGES)}", 1)
     try:
-        spec = SpecifierSet(spec_text)
-    except (InvalidSpecifier, TypeError):
-        raise ExprError(f"when.{name}: {spec_text!r} is not a PEP 440 specifier set such as '>=9.1,<9.5'", 1) from None
-    if not str(spec):
-        raise ExprError(f"when.{name}: empty range", 1)
+        spec = VersionRange(spec_text)
+    except ValueError as exc:
+        raise ExprError(f"when.{name}: {spec_text!r} is not a version range such as '>=9.1,<9.5' ({exc})", 1) \
+            from None
     return InRange(1, name, spec)
 
 
@@ -732,7 +738,7 @@ def _literal(value: Any) -> str:
     return str(value)
 
 
-def render_range(name: str, spec: SpecifierSet) -> str:
+def render_range(name: str, spec: VersionRange) -> str:
     """`>=9.1,<9.5` on cudnn reads `9.1 <= cudnn < 9.5`; other sets read `cudnn >=9.1, !=9.3`."""
     label = "sm" if name == "sm" else name
     parts = sorted(spec, key=lambda s: (s.operator not in (">=", ">"), s.version))

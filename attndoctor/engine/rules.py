@@ -5,18 +5,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from .._toml import loads_toml
+from .._toml import load_toml_file
 from ..config import FIELDS
 from ..environment import PACKAGES, parse_version
 from ..errors import RuleError, UsageError
 from . import expr
+from .ranges import VersionRange
 
 EFFECTS = ("unsupported", "api-mismatch", "wrong-results", "slow", "info")
 """Finding effects, most severe first for status; `--fail-on` thresholds use this order reversed."""
@@ -91,7 +90,7 @@ class Rule:
     backends: tuple[str, ...]
     effect: str
     surfaces: str
-    when: Mapping[str, SpecifierSet]
+    when: Mapping[str, VersionRange]
     condition_text: str
     message: str
     symptom: str
@@ -185,7 +184,9 @@ class RuleBase:
 
 def bundled_rules_dir() -> Path:
     """Where the shipped rule files live (inside the wheel as attndoctor_rules)."""
-    return Path(str(resources.files("attndoctor_rules")))
+    import attndoctor_rules
+
+    return Path(attndoctor_rules.__file__).resolve().parent
 
 
 @lru_cache(maxsize=8)
@@ -210,8 +211,7 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
         display = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
         names.append(display)
         try:
-            text = path.read_text(encoding="utf-8")
-            doc = loads_toml(text)
+            text, doc = load_toml_file(path)
         except (UnicodeDecodeError, OSError) as exc:
             raise RuleError(f"cannot read ({exc})", file=display) from None
         except ValueError as exc:
@@ -287,12 +287,12 @@ def _backend(table: dict[str, Any], file: str, text: str) -> Backend:
                    references=_str_list(table.get("references", []), "references", err))
 
 
-def _predicate(when: Mapping[str, Any], condition: str | None, err: Any) -> tuple[dict[str, SpecifierSet],
+def _predicate(when: Mapping[str, Any], condition: str | None, err: Any) -> tuple[dict[str, VersionRange],
                                                                                  expr.Node]:
     if not isinstance(when, Mapping):
         raise err("when: expected a table such as { cudnn = '>=9.1,<9.5', sm = '==90' }")
     parts: list[expr.Node] = []
-    specs: dict[str, SpecifierSet] = {}
+    specs: dict[str, VersionRange] = {}
     for name, spec in when.items():
         if not isinstance(spec, str):
             raise err(f"when.{name}: expected a specifier text such as '>=9.1,<9.5'")
@@ -319,7 +319,7 @@ def _predicate(when: Mapping[str, Any], condition: str | None, err: Any) -> tupl
     return specs, flat[0] if len(flat) == 1 else expr.BoolOp(1, "and", tuple(flat))
 
 
-def _empty_range(spec: SpecifierSet) -> bool:
+def _empty_range(spec: VersionRange) -> bool:
     """True when no release version can satisfy the set (checked on a grid of plausible versions)."""
     bounds = {Version(s.version.replace(".*", "")) for s in spec}
     probes = set()

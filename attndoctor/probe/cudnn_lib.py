@@ -68,7 +68,8 @@ def site_cudnn_libraries(paths: list[str] | None = None) -> list[str]:
     def rank(path: str) -> tuple[int, int]:
         tail = os.path.basename(path)[len("libcudnn.so"):]  # "", ".9", ".9.19.0"
         parts = tail.strip(".").split(".") if tail else []
-        return (0 if len(parts) == 1 else 1 if len(parts) > 1 else 2, -int(parts[0]) if parts and parts[0].isdigit() else 0)
+        form = 0 if len(parts) == 1 else 1 if parts else 2  # the soname libcudnn.so.9 first
+        return form, -int(parts[0]) if parts and parts[0].isdigit() else 0
 
     return sorted(found, key=rank)
 

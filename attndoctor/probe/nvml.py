@@ -75,15 +75,18 @@ def _read(nv: Any, env: Environment) -> str | None:
         mig = isinstance(mig_mode, (tuple, list)) and bool(mig_mode) and mig_mode[0] == enabled
         uuid = _str(_call(nv, "nvmlDeviceGetUUID", handle) or "")
         gpus.append(GpuInfo(index=i, name=name, sm=sm, memory_mib=memory_mib, mig=mig, uuid=uuid))
-    env.gpus = gpus
     if not gpus:
         return cuda_driver
     visible = _visible(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    env.gpus = visible  # what a job started here sees; GpuInfo.index keeps NVML's numbering
     if not visible:
         env.no_gpu = True
         env.notes.append(note("gpu", "info", f"{NO_GPU} visible: CUDA_VISIBLE_DEVICES="
                               f"{os.environ.get('CUDA_VISIBLE_DEVICES', '')!r} hides all {len(gpus)}"))
         return cuda_driver
+    if len(visible) < len(gpus):
+        env.notes.append(note("gpu", "info", f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r} "
+                              f"shows {len(visible)} of the {len(gpus)} GPUs"))
     first = visible[0]
     env.gpu = _canonical(first.name)
     env.sm = first.sm if first.sm is not None else _catalogue_sm(first.name)

@@ -87,6 +87,9 @@ def check_import(fact: str, module: str, timeout: float, *, version: str | None 
         return env
     if result.payload() is not None:
         return env
+    if result.error:
+        env.notes.append(note("import", "warning", f"could not run Python to try `import {module}`: {result.error}"))
+        return env
     line = result.failure()
     env.import_errors[fact] = line
     hint = ""

@@ -61,6 +61,9 @@ def probe_torch(timeout: float, *, installed_version: str | None = None) -> Envi
         env.notes.append(note("torch", "warning", f"import torch did not finish within {timeout:.0f} s; "
                               "the CUDA, cuDNN and GPU facts torch would give are unknown"))
         return env
+    if data is None and result.error:
+        env.notes.append(note("torch", "warning", f"could not run Python to ask torch: {result.error}"))
+        return env
     if data is None:
         line = result.failure()
         env.import_errors["torch"] = line

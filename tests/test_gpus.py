@@ -1,0 +1,225 @@
+"""The GPU catalogue (attndoctor/data/gpus.toml) and name matching."""
+
+from __future__ import annotations
+
+import dataclasses
+from importlib import resources
+
+import pytest
+
+from attndoctor.errors import UsageError
+from attndoctor.gpus import (
+    GpuSpec,
+    gpu_catalogue,
+    gpu_names,
+    lookup_gpu,
+    normalize_gpu_name,
+    parse_catalogue,
+    parse_sm,
+    resolve_gpu,
+)
+
+REQUIRED = ["V100", "T4", "A10", "A100 40GB", "A100 80GB", "L4", "L40S", "RTX 3090", "RTX 4090", "RTX 5090",
+            "H100 PCIe", "H100 SXM", "H100 NVL", "H200", "GH200", "B200", "GB200", "RTX PRO 6000 Blackwell"]
+
+
+def test_catalogue_is_shipped_as_package_data() -> None:
+    path = resources.files("attndoctor") / "data" / "gpus.toml"
+    assert path.is_file()
+
+
+def test_catalogue_has_the_required_gpus() -> None:
+    names = gpu_names()
+    for name in REQUIRED:
+        assert name in names
+    assert len(names) == len(set(names))
+
+
+def test_catalogue_is_read_once() -> None:
+    assert gpu_catalogue() is gpu_catalogue()
+
+
+@pytest.mark.parametrize("spec", gpu_catalogue(), ids=lambda s: s.name)
+def test_every_entry_is_complete(spec: GpuSpec) -> None:
+    assert spec.sm in {70, 75, 80, 86, 89, 90, 100, 103, 120}
+    assert spec.source.startswith("https://")
+    assert spec.memory_gib > 0 and spec.bandwidth_gbs > 0
+    assert spec.fp16_tflops > 0
+    if spec.sm >= 80:
+        assert spec.bf16_tflops > 0, "Ampere and later have bf16 tensor cores"
+    else:
+        assert spec.bf16_tflops == 0
+    if spec.sm >= 89:
+        assert spec.fp8_tflops > spec.bf16_tflops, "fp8 runs at about twice the bf16 rate"
+    else:
+        assert spec.fp8_tflops == 0
+
+
+def test_dense_figures_are_half_the_sparse_datasheet_figures() -> None:
+    h100 = lookup_gpu("H100 SXM")
+    assert h100 is not None
+    assert (h100.bf16_tflops, h100.fp8_tflops, h100.bandwidth_gbs) == (989.5, 1979, 3350)
+    b200 = lookup_gpu("B200")
+    assert b200 is not None and (b200.bf16_tflops, b200.fp8_tflops) == (2250, 4500)
+    assert lookup_gpu("L40S").tflops("fp8") == 733  # type: ignore[union-attr]
+    assert lookup_gpu("A100").tflops("fp8") == 0.0  # type: ignore[union-attr]
+    assert lookup_gpu("A100").tflops("fp32") == 0.0  # type: ignore[union-attr]
+
+
+def test_spec_is_frozen() -> None:
+    spec = lookup_gpu("H100")
+    assert spec is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.sm = 80  # type: ignore[misc]
+    assert spec.compute_capability == "9.0"
+
+
+@pytest.mark.parametrize("text, name, sm", [
+    ("H100", "H100 SXM", 90),
+    ("h100", "H100 SXM", 90),
+    ("NVIDIA H100", "H100 SXM", 90),
+    ("h100-sxm", "H100 SXM", 90),
+    ("H100_SXM", "H100 SXM", 90),
+    ("  H100 SXM5  ", "H100 SXM", 90),
+    ("h100 80gb hbm3", "H100 SXM", 90),
+    ("NVIDIA H100 80GB HBM3", "H100 SXM", 90),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 90),
+    ("NVIDIA H100 NVL", "H100 NVL", 90),
+    ("NVIDIA H200", "H200", 90),
+    ("NVIDIA H200 NVL", "H200 NVL", 90),
+    ("NVIDIA GH200 480GB", "GH200", 90),
+    ("NVIDIA GH200 144G HBM3e", "GH200 144GB", 90),
+    ("A100", "A100 80GB", 80),
+    ("NVIDIA A100-SXM4-40GB", "A100 40GB", 80),
+    ("NVIDIA A100-PCIE-40GB", "A100 40GB", 80),
+    ("NVIDIA A100-SXM4-80GB", "A100 80GB", 80),
+    ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe", 80),
+    ("NVIDIA A10", "A10", 86),
+    ("NVIDIA A10G", "A10G", 86),
+    ("Tesla V100-SXM2-32GB", "V100", 70),
+    ("Tesla V100-PCIE-16GB", "V100 PCIe", 70),
+    ("Tesla T4", "T4", 75),
+    ("NVIDIA L4", "L4", 89),
+    ("NVIDIA L40", "L40", 89),
+    ("NVIDIA L40S", "L40S", 89),
+    ("RTX4090", "RTX 4090", 89),
+    ("rtx-4090", "RTX 4090", 89),
+    ("NVIDIA GeForce RTX 4090", "RTX 4090", 89),
+    ("NVIDIA GeForce RTX 3090", "RTX 3090", 86),
+    ("NVIDIA GeForce RTX 5090", "RTX 5090", 120),
+    ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada", 89),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO 6000 Blackwell", 120),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Blackwell", 120),
+    ("NVIDIA B200", "B200", 100),
+    ("NVIDIA GB200", "GB200", 100),
+])
+def test_lookup_gpu_matches_names_aliases_and_nvml_names(text: str, name: str, sm: int) -> None:
+    spec = lookup_gpu(text)
+    assert spec is not None, text
+    assert (spec.name, spec.sm) == (name, sm)
+
+
+@pytest.mark.parametrize("text", [
+    "", "   ", "sm90", "H800", "B100", "Quadro RTX 6000", "NVIDIA GeForce RTX 4090 Laptop GPU", "L4000", "A1000",
+    "foo", "H1000",
+])
+def test_lookup_gpu_does_not_guess(text: str) -> None:
+    assert lookup_gpu(text) is None
+
+
+def test_lookup_gpu_accepts_none() -> None:
+    assert lookup_gpu(None) is None
+
+
+def test_a_digit_never_continues_a_model_number() -> None:
+    # L40 must not be taken for an L4 with a suffix, nor A100 for an A10.
+    assert lookup_gpu("NVIDIA L40").name == "L40"  # type: ignore[union-attr]
+    assert lookup_gpu("A100-SXM4").name == "A100 80GB"  # type: ignore[union-attr]
+    # a memory size may follow a known name
+    assert lookup_gpu("NVIDIA H100 80GB").name == "H100 SXM"  # type: ignore[union-attr]
+
+
+def test_normalize_gpu_name() -> None:
+    assert normalize_gpu_name("NVIDIA GeForce RTX 4090") == "rtx4090"
+    assert normalize_gpu_name("Tesla V100-SXM2-32GB") == "v100sxm232gb"
+    assert normalize_gpu_name("h100_sxm") == normalize_gpu_name("H100 SXM") == "h100sxm"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("H100", ("H100 SXM", 90)),
+    ("A100", ("A100 80GB", 80)),
+    ("L40S", ("L40S", 89)),
+    ("RTX4090", ("RTX 4090", 89)),
+    ("B200", ("B200", 100)),
+    ("sm90", ("sm90", 90)),
+    ("SM90", ("sm90", 90)),
+    ("sm_90", ("sm90", 90)),
+    ("sm-90", ("sm90", 90)),
+    ("sm90a", ("sm90", 90)),
+    ("sm100a", ("sm100", 100)),
+    ("sm_100f", ("sm100", 100)),
+    ("sm120", ("sm120", 120)),
+    ("compute_89", ("sm89", 89)),
+    ("9.0", ("sm90", 90)),
+    ("8.6", ("sm86", 86)),
+    ("10.0", ("sm100", 100)),
+    ("12.0", ("sm120", 120)),
+])
+def test_resolve_gpu(text: str, expected: tuple[str, int]) -> None:
+    assert resolve_gpu(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "  ", "foo", "H1000", "sm5", "sm_9", "sm999", "99.0", "9", "9.0.1", "1.2.3",
+                                  "h100; rm -rf /", "x" * 300])
+def test_resolve_gpu_rejects_unknown_names_with_one_line(text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        resolve_gpu(text)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "H100" in message and "sm90" in message
+    assert len(message) < 200
+
+
+def test_parse_sm() -> None:
+    assert parse_sm("sm_90") == 90
+    assert parse_sm("9.0") == 90
+    assert parse_sm("H100") is None
+    assert parse_sm("sm_2") is None
+
+
+def _entry(**changes: object) -> str:
+    fields = {"name": '"X1"', "aliases": '["x-1"]', "sm": "90", "memory_gib": "80", "bf16_tflops": "1",
+              "fp16_tflops": "1", "fp8_tflops": "2", "bandwidth_gbs": "100", "source": '"https://example.com/x"'}
+    fields.update({k: str(v) for k, v in changes.items()})
+    return "[[gpu]]\n" + "".join(f"{k} = {v}\n" for k, v in fields.items() if v != "DROP")
+
+
+def test_parse_catalogue_accepts_a_good_entry() -> None:
+    (spec,) = parse_catalogue(_entry())
+    assert spec == GpuSpec(name="X1", sm=90, memory_gib=80, bf16_tflops=1, fp16_tflops=1, fp8_tflops=2,
+                           bandwidth_gbs=100, source="https://example.com/x", aliases=("x-1",))
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"sm": '"90"'}, "sm"),
+    ({"sm": "DROP"}, "sm"),
+    ({"source": '"datasheet"'}, "source"),
+    ({"bf16_tflops": "-1"}, "bf16_tflops"),
+    ({"bandwidth_gbs": "DROP"}, "bandwidth_gbs"),
+    ({"aliases": '"x"'}, "aliases"),
+    ({"colour": '"green"'}, "unknown key"),
+])
+def test_parse_catalogue_rejects_bad_entries(changes: dict, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        parse_catalogue(_entry(**changes))
+
+
+def test_parse_catalogue_rejects_an_alias_shared_by_two_gpus() -> None:
+    text = _entry() + _entry(name='"X2"', aliases='["X 1"]')
+    with pytest.raises(ValueError, match="also a name of X1"):
+        parse_catalogue(text)
+
+
+def test_parse_catalogue_rejects_an_empty_file() -> None:
+    with pytest.raises(ValueError):
+        parse_catalogue("")
