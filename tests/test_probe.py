@@ -61,7 +61,29 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Site:
     root.mkdir()
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.setenv("PYTHONPATH", str(root))
+    _hide_real_torch(monkeypatch, root)
     return Site(root)
+
+
+def _hide_real_torch(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """The fake site decides about torch: a torch installed in the test interpreter is hidden unless faked there."""
+    from attndoctor.probe import packages, torch_info
+
+    real_version, real_present = packages.distribution_version, packages.module_present
+
+    def version(*names: str) -> str | None:
+        if "torch" in names and not any(root.glob("torch-*.dist-info")):
+            return None
+        return real_version(*names)
+
+    def present(name: str) -> bool:
+        if name == "torch" and not (root / "torch").exists():
+            return False
+        return real_present(name)
+
+    monkeypatch.setattr(packages, "distribution_version", version)
+    monkeypatch.setattr(packages, "module_present", present)
+    monkeypatch.setattr(torch_info, "torch_installed", lambda: (root / "torch").exists())
 
 
 def fake_nvml(monkeypatch: pytest.MonkeyPatch, devices: list[dict[str, Any]], *, driver: str = "570.124.06",
