@@ -175,3 +175,16 @@ def test_output_file(cli, tmp_path):
     target = tmp_path / "report.json"
     code, out, _ = cli("explain", "--hdim", "64", "--format", "json", "--output", str(target))
     assert code == 0 and out == "" and json.loads(target.read_text())["schema_version"] == 1
+
+
+def test_rules_matrix_is_generated_from_the_rules(cli):
+    code, out, _ = cli("rules", "matrix", "--gpu", "H100", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["sm"] == 90
+    rows = {r["feature"]: {(c["backend"], c["swept"]): c for c in r["cells"]} for r in doc["rows"]}
+    mla = rows["head dim 192/128 (MLA), backward"][("te-fused", "cudnn")]
+    assert "9.1.0" not in mla["versions"] and "9.5.0" in mla["versions"]
+    code, md, _ = cli("rules", "matrix", "--gpu", "H100", "--format", "markdown")
+    assert code == 0 and md.count("\n|") > 20
+    code, _, err = cli("rules", "matrix", "--gpu", "nope")
+    assert code == 2 and "unknown GPU" in err

@@ -122,3 +122,43 @@ def lint_rules(rules_dir: Optional[str] = RulesDir) -> None:
     sys.stdout.write(f"{len(base.rules)} rules in {len(base.files)} files: "
                      f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}\n")
     raise typer.Exit(1 if problems else 0)
+
+
+@rules_app.command("matrix")
+@handle_errors
+def matrix(gpu: str = typer.Option("H100", "--gpu", help="The GPU (or sm90) the matrix is for."),
+           backend: Optional[List[str]] = typer.Option(None, "--backend", help="Only these backends."),
+           fmt: str = typer.Option("text", "--format", help="text | markdown | json."),
+           rules_dir: Optional[str] = RulesDir) -> None:
+    """The coverage picture generated from the rules: backend × feature → the versions that run it."""
+    from ..engine.matrix import build_matrix, matrix_markdown
+    from ..errors import UsageError
+
+    _check_format(fmt, ("text", "markdown", "json"))
+    base = _base(rules_dir)
+    for b in backend or []:
+        if b not in base.backend_ids:
+            raise UsageError(f"--backend: unknown backend {b!r}; accepted: {', '.join(base.backend_ids)}")
+    from ..gpus import resolve_gpu
+
+    resolve_gpu(gpu)
+    result = build_matrix(base, gpu, backends=backend)
+    if fmt == "markdown":
+        sys.stdout.write(matrix_markdown(result))
+        return
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        return
+    from rich import box
+    from rich.table import Table
+
+    from ..report.text import make_console
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  title=f"{result.gpu} (sm{result.sm}): versions that run each feature")
+    table.add_column("feature", no_wrap=True)
+    for header in result.headers:
+        table.add_column(header.replace(" (", "\n("), justify="center")
+    for feature, cells in result.rows:
+        table.add_row(feature, *[c.text for c in cells])
+    make_console().print(table)

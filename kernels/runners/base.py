@@ -1,0 +1,312 @@
+"""The one interface every backend runner has, and the probe flow that the real (torch) runners share.
+
+A runner answers two questions: is my library here (`installed`), and what happens when I run this config
+(`probe`). Real runners only say how to call their library (`prepare` returns a `Call`); the shared flow builds
+the inputs, poisons the outputs, runs forward and backward under a warnings recorder, compares with the float64
+reference, times the kernel, and turns any exception into an outcome class.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import outcomes
+from ..spec import CaseSpec, NotBuilt, case_spec
+
+
+class NotExpressible(Exception):
+    """The backend's public API has no way to say this (no softcap argument, no mask argument): `rejected`, with
+    `expressible` false."""
+
+
+@dataclass
+class Probe:
+    """What one probe observed; `to_dict` is what the worker sends back."""
+
+    backend: str
+    outcome: str
+    phase: str = ""
+    error: str = ""
+    expressible: bool = True
+    errors: dict[str, float] = field(default_factory=dict)
+    rel_error: float | None = None
+    tolerance: float | None = None
+    ms: float | None = None
+    ms_forward: float | None = None
+    ms_backward: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    version: str = ""
+    restart: bool = False
+    wall_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        for key in ("rel_error",):
+            if out[key] is not None and out[key] == float("inf"):
+                out[key] = "inf"
+        out["errors"] = {k: ("inf" if v == float("inf") else v) for k, v in self.errors.items()}
+        return out
+
+
+class Runner:
+    """A backend runner: `installed()` and `probe()`; subclasses for planted test runners override `probe`."""
+
+    backend: str = ""
+    module: str = ""
+    """The module whose import says the library is here."""
+    distributions: tuple[str, ...] = ()
+    library_modules: tuple[str, ...] = ()
+
+    def installed(self) -> tuple[bool, str]:
+        """(True, version) or (False, why): the library imports (in this worker)."""
+        try:
+            importlib.import_module(self.module)
+        except ImportError as exc:
+            return False, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a broken install is "does not import"
+            return False, f"{type(exc).__name__}: {exc}"
+        return True, self.version()
+
+    def version(self) -> str:
+        for name in self.distributions:
+            try:
+                return importlib.metadata.version(name)
+            except Exception:  # noqa: BLE001
+                continue
+        return ""
+
+    def probe(self, request: Mapping[str, Any], context: Any) -> Probe:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class Call:
+    """One prepared library call. `forward()` returns the output in `out_format` (heads, dim last) for query
+    rows `out_rows` ('q'); `backward(out)` leaves the gradients where `grads()` finds them."""
+
+    forward: Any
+    out_format: str
+    dout: Any = None
+    backward_fn: Any = None
+    grads_fn: Any = None
+    reset_fn: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def backward(self, out: Any) -> None:
+        if self.backward_fn is not None:
+            self.backward_fn(out)
+        else:
+            out.backward(self.dout)
+
+    def grads(self) -> tuple[Any, ...]:
+        return self.grads_fn()
+
+    def reset(self) -> None:
+        if self.reset_fn is not None:
+            self.reset_fn()
+
+
+class KernelRunner(Runner):
+    """The shared probe flow for runners that call a real attention kernel through torch."""
+
+    def check(self, spec: CaseSpec, device: Any) -> None:
+        """Raise NotExpressible or NotBuilt for configs this backend's API cannot take."""
+
+    def prepare(self, case: Any, layout: Any) -> Call:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def context_manager(self, spec: CaseSpec) -> Any:
+        """A context every call (forward, backward, timing) runs in (SDPA's backend choice, say)."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def probe(self, request: Mapping[str, Any], context: Any) -> Probe:
+        start = time.perf_counter()
+        result = self._probe(request, context)
+        result.wall_ms = (time.perf_counter() - start) * 1000.0
+        return result
+
+    def _probe(self, request: Mapping[str, Any], context: Any) -> Probe:
+        ok, version = self.installed()
+        if not ok:
+            return Probe(self.backend, outcomes.NOT_INSTALLED, phase="import", error=version)
+        try:
+            spec = case_spec(request["config"])
+            self.check(spec, context.device)
+        except NotBuilt as exc:
+            return Probe(self.backend, outcomes.SKIPPED, phase="setup", error=str(exc), version=version)
+        except NotExpressible as exc:
+            return Probe(self.backend, outcomes.REJECTED, phase="setup", error=str(exc), expressible=False,
+                         version=version)
+        except ValueError as exc:
+            return Probe(self.backend, outcomes.SKIPPED, phase="setup", error=str(exc), version=version)
+        import torch
+
+        from .. import data
+
+        result = Probe(self.backend, outcomes.OK, version=version, tolerance=outcomes.TOLERANCES.get(spec.dtype))
+        phase = "inputs"
+        recorded: list[warnings.WarningMessage] = []
+        try:
+            case = context.case(spec, int(request.get("seed", 0)))
+            if spec.compares:
+                phase = "reference"
+                reference = data.compute_reference(case, train=spec.train)
+            phase = "inputs"
+            layout = data.build_layout(case, requires_grad=spec.train)
+            with warnings.catch_warnings(record=True) as recorded:
+                warnings.simplefilter("always")
+                with self.context_manager(spec):
+                    phase = "setup"
+                    call = self.prepare(case, layout)
+                    result.details.update(call.details)
+                    outputs = data.nbytes_of(case.q) * spec.hdim_v // max(1, spec.hdim)
+                    data.poison_allocator(case.device, outputs + (data.nbytes_of(case.q, case.k, case.v)
+                                                                   if spec.train else 0))
+                    phase = "forward"
+                    out = call.forward()
+                    if spec.train:
+                        phase = "backward"
+                        call.backward(out)
+                    context.synchronize()
+            result.details.update(call.details)
+            phase = "compare"
+            got = data.canonical(case, out.detach(), call.out_format, "q")
+            rows_q, rows_kv = case.q_rows, case.kv_rows
+            if spec.compares:
+                result.errors["out"] = data.relative_error(got, reference["out"], rows_q)
+            elif not data.finite(got, rows_q):
+                result.errors["out"] = float("inf")
+            if spec.train:
+                grads = call.grads()
+                names = ("dq", "dk", "dv")
+                for name, (g, fmt, which), rows in zip(names, grads, (rows_q, rows_kv, rows_kv)):
+                    g = None if g is None else data.canonical(case, g.detach(), fmt, which)
+                    if spec.compares:
+                        result.errors[name] = data.relative_error(g, reference[name], rows)
+                    elif g is None or not data.finite(g, rows):
+                        result.errors[name] = float("inf")
+            worst = max(result.errors.values()) if result.errors else None
+            result.rel_error = worst
+            if worst is not None and result.tolerance is not None and worst > result.tolerance:
+                result.outcome = outcomes.WRONG_RESULTS
+                bad = [f"{k} {_fmt(v)}" for k, v in result.errors.items() if v > result.tolerance]
+                what = "unwritten or non-finite values" if worst == float("inf") else "error over tolerance"
+                result.error = f"{what}: {', '.join(bad)} (tolerance {result.tolerance:g})"
+            del out
+            phase = "timing"
+            repeats = int(request.get("repeats", 0))
+            if repeats > 0:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    with self.context_manager(spec):
+                        self._time(call, spec, repeats, context, result)
+            result.phase = "done"
+        except Exception as exc:  # noqa: BLE001 - every failure of the library is an observation
+            outcome, restart = outcomes.classify_exception(exc, library_modules=self.library_modules)
+            reasons = [str(w.message) for w in recorded]
+            result.outcome = outcome
+            result.restart = restart
+            result.phase = phase
+            result.error = outcomes.error_text(exc, reasons if outcome == outcomes.REJECTED else ())
+            if outcome == outcomes.CRASHED and not restart:
+                result.details["traceback"] = "".join(traceback.format_exception(exc)[-6:])[-2000:]
+            if outcome == outcomes.OUT_OF_MEMORY:
+                context.free()
+        finally:
+            result.warnings = list(dict.fromkeys(" ".join(str(w.message).split())[:300] for w in recorded))[:12]
+            if not result.restart:
+                try:
+                    context.release()
+                except Exception:  # noqa: BLE001 - releasing memory is best effort
+                    pass
+        return result
+
+    def _time(self, call: Call, spec: CaseSpec, repeats: int, context: Any, result: Probe) -> None:
+        fwd, bwd = [], []
+        for _ in range(repeats):
+            call.reset()
+            t0 = context.event()
+            out = call.forward()
+            t1 = context.event()
+            if spec.train:
+                call.backward(out)
+                t2 = context.event()
+            context.synchronize()
+            fwd.append(context.elapsed(t0, t1))
+            if spec.train:
+                bwd.append(context.elapsed(t1, t2))
+            del out
+        result.ms_forward = _median(fwd)
+        result.ms_backward = _median(bwd) if bwd else None
+        result.ms = result.ms_forward + (result.ms_backward or 0.0)
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def _fmt(value: float) -> str:
+    return "inf" if value == float("inf") else f"{value:.2e}"
+
+
+# ---------------------------------------------------------------- tensor conventions shared by runners
+
+
+def to_bhsd(x: Any, fmt: str) -> Any:
+    """A (format) tensor as the (B, H, S, D) view SDPA and cuDNN take."""
+    if fmt == "bshd":
+        return x.transpose(1, 2)
+    if fmt == "sbhd":
+        return x.permute(1, 2, 0, 3)
+    if fmt == "bhsd":
+        return x
+    raise ValueError(f"no (B, H, S, D) view of a {fmt} tensor")
+
+
+def bhsd_to(y: Any, fmt: str) -> Any:
+    """The inverse of to_bhsd."""
+    if fmt == "bshd":
+        return y.transpose(1, 2)
+    if fmt == "sbhd":
+        return y.permute(2, 0, 1, 3)
+    if fmt == "bhsd":
+        return y
+    raise ValueError(fmt)
+
+
+def to_bshd(x: Any, fmt: str) -> Any:
+    """A (format) tensor as the (B, S, H, D) view flash-attn takes."""
+    if fmt == "bshd":
+        return x
+    if fmt == "sbhd":
+        return x.transpose(0, 1)
+    if fmt == "bhsd":
+        return x.transpose(1, 2)
+    raise ValueError(f"no (B, S, H, D) view of a {fmt} tensor")
+
+
+def pack_tokens(x_bshd: Any, lens: tuple[int, ...]) -> Any:
+    """(B, S, H, D) -> (T, H, D) of the valid tokens (differentiable)."""
+    import torch
+
+    return torch.cat([x_bshd[b, :n] for b, n in enumerate(lens)], dim=0)
+
+
+def autograd_grads(layout: Any) -> Any:
+    """grads_fn for runners whose library is an autograd function: the layout's leaf gradients, viewed."""
+    def grads() -> tuple[tuple[Any, str, str], ...]:
+        dq, dk, dv = layout.grads()
+        plan = layout.plan
+        return ((dq, plan.q_format, "q"), (dk, plan.kv_format, "kv"), (dv, plan.kv_format, "kv"))
+    return grads
