@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .engine.evaluate import Report
     from .environment import Environment
 
-__all__ = ["__version__", "diagnose"]
+__all__ = ["__version__", "diagnose", "preflight", "PreflightError"]
 
 
 def diagnose(config: "AttentionConfig | dict[str, Any]", environment: "Environment | dict[str, Any] | None" = None,
@@ -31,3 +31,22 @@ def diagnose(config: "AttentionConfig | dict[str, Any]", environment: "Environme
     else:
         env = environment_from_flags(environment)
     return diagnose_many([cfg], env, command="diagnose", backends=backends)
+
+
+def preflight(q: Any, k: Any, v: Any, **options: Any) -> "Report":
+    """Check real q, k, v tensors before the call: raises PreflightError with the full verdict when it would fail.
+
+    Options: backend, causal, dropout, attn_mask, window, softcap, train, deterministic, layout, environment
+    (see attndoctor.tensors.preflight).
+    """
+    from .tensors import preflight as run
+
+    return run(q, k, v, **options)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PreflightError":
+        from .tensors import PreflightError
+
+        return PreflightError
+    raise AttributeError(f"module 'attndoctor' has no attribute {name!r}")

@@ -24,20 +24,26 @@ def bundled_configs() -> list[AttentionConfig]:
 
 
 def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = (),
-                        default_bundled: bool = False) -> list[AttentionConfig]:
-    """Configs from flags and config files; the bundled shapes when nothing was given and that is wanted."""
+                        default_bundled: bool = False, models: Sequence[str] = (),
+                        project_configs: Sequence[AttentionConfig] = ()) -> list[AttentionConfig]:
+    """Configs from config files and model configs with flags on top; else the project's; else bundled shapes."""
     given = {k: v for k, v in flags.items() if v is not None}
     configs: list[AttentionConfig] = []
     for path in config_files:
         configs.extend(load_config_file(path))
-    if given or (not configs and not default_bundled):
-        if configs:
-            configs = [make_config({**c.to_dict(), **given}) for c in configs]
-        else:
-            configs.append(make_config(given))
-    if not configs:
-        configs = bundled_configs()
-    return configs
+    if models:
+        from .models import configs_from_model
+
+        seqlen = given.get("seqlen") or given.get("seqlen_q")
+        for path in models:
+            configs.extend(configs_from_model(path, seqlen=int(seqlen) if str(seqlen or "").isdigit() else None))
+    if configs:
+        return [make_config({**c.to_dict(), **given}) for c in configs] if given else configs
+    if project_configs:
+        return [make_config({**c.to_dict(), **given}) for c in project_configs] if given else list(project_configs)
+    if given or not default_bundled:
+        return [make_config(given)]
+    return bundled_configs()
 
 
 def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
@@ -73,7 +79,11 @@ def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, comma
         unknown = [b for b in backends if b not in base.backend_ids]
         if unknown:
             raise UsageError(f"--backend: unknown backend {unknown[0]!r}; accepted: {', '.join(base.backend_ids)}")
-    evaluator = Evaluator(base, ignore=ignore)
+    ignored = dict(ignore) if isinstance(ignore, Mapping) else {r: "" for r in ignore}
+    for rule_id in ignored:
+        if base.rule(rule_id) is None:
+            raise UsageError(f"ignore: no rule {rule_id!r}; see `attndoctor rules list`")
+    evaluator = Evaluator(base, ignore=ignored)
     results = [evaluator.evaluate(c, env, backends) for c in configs]
     return Report(command=command, environment=env, results=results, rule_count=len(base.rules),
-                  rule_files=base.files)
+                  rule_files=base.files, ignored=ignored)

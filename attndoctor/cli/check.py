@@ -7,20 +7,19 @@ from typing import Any
 
 import typer
 
-from .common import config_flags, emit, handle_errors
+from .common import REPORT_FORMATS, emit, handle_errors, plan
 from .options import with_groups
 
 
-@with_groups("config", "output", "gate")
+@with_groups("config", "output", "gate", formats=REPORT_FORMATS)
 @handle_errors
 def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allowed for each probe step."),
           config: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Check this machine: which backends run your config (or well-known model shapes), and which each framework picks."""
     from ..probe import probe
-    from ..services import configs_from_inputs, diagnose_many
+    from ..services import diagnose_many
 
-    values, files = config_flags(config)
-    configs = configs_from_inputs(values, files, default_bundled=True)
+    configs, project = plan(config, gate, default_bundled=True)
     if sys.stderr.isatty():
         from rich.console import Console
 
@@ -29,5 +28,5 @@ def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allo
     else:
         environment = probe(timeout=timeout)
     report = diagnose_many(configs, environment, command="check", backends=output.get("backend"),
-                           rules_dir=output.get("rules_dir"))
+                           rules_dir=output.get("rules_dir"), ignore=project.ignore)
     emit(report, output=output, gate=gate)

@@ -11,7 +11,7 @@ import typer
 
 from ..errors import RuleError, UsageError
 
-REPORT_FORMATS = ("text", "json")
+REPORT_FORMATS = ("text", "json", "junit", "sarif", "github")
 
 
 def fail(message: str) -> "typer.Exit":
@@ -33,12 +33,22 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def config_flags(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Split the config group into field values the user gave and config files."""
-    values = {k: v for k, v in config.items() if k != "config_file" and v not in (None, False)}
+def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bool) -> tuple[list[Any], Any]:
+    """The configs to evaluate and the project settings, with flags over the project file over defaults."""
+    from ..project import load_project
+    from ..services import configs_from_inputs
+
+    project = load_project(gate.pop("project", None))
+    values = {k: v for k, v in config.items() if k not in ("config_file", "model") and v not in (None, False)}
     if config.get("train") is False:
         values["train"] = False
-    return values, list(config.get("config_file") or [])
+    models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
+    configs = configs_from_inputs(values, list(config.get("config_file") or []), default_bundled=default_bundled,
+                                  models=models, project_configs=project.configs)
+    gate["require"] = gate.get("require") or project.require
+    gate["require_any"] = gate.get("require_any") or project.require_any
+    gate["fail_on"] = gate.get("fail_on") or project.fail_on
+    return configs, project
 
 
 def require_any_groups(values: Sequence[str] | None) -> list[list[str]]:
@@ -71,6 +81,18 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
             from ..report.json_format import render_json
 
             stream.write(render_json(report, result))
+        elif fmt == "junit":
+            from ..report.junit import render_junit
+
+            stream.write(render_junit(report, result))
+        elif fmt == "sarif":
+            from ..report.sarif import render_sarif
+
+            stream.write(render_sarif(report, result))
+        elif fmt == "github":
+            from ..report.github import render_github
+
+            stream.write(render_github(report, result))
         else:
             from ..report.text import render_text
 

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import config_flags, emit, handle_errors
+from .common import REPORT_FORMATS, emit, handle_errors, plan
 from .options import with_groups
 
 
-@with_groups("config", "env", "output", "gate")
+@with_groups("config", "env", "output", "gate", formats=REPORT_FORMATS)
 @handle_errors
 def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Explain which backends run a config on a machine you describe (GPU, versions); no GPU or torch needed."""
-    from ..services import configs_from_inputs, diagnose_many, parse_env_assignments, whatif_environment
+    from ..services import diagnose_many, parse_env_assignments, whatif_environment
 
-    values, files = config_flags(config)
-    configs = configs_from_inputs(values, files)
+    configs, project = plan(config, gate, default_bundled=False)
     env_vars = parse_env_assignments(env.pop("set_env") or [])
-    environment = whatif_environment(env, env.pop("env_file"), env_vars)
+    facts = {**project.environment, **{k: v for k, v in env.items() if v is not None}}
+    env_file = facts.pop("env_file", None) or project.env_file
+    environment = whatif_environment(facts, env_file, env_vars)
     report = diagnose_many(configs, environment, command="explain", backends=output.get("backend"),
-                           rules_dir=output.get("rules_dir"))
+                           rules_dir=output.get("rules_dir"), ignore=project.ignore)
     emit(report, output=output, gate=gate)

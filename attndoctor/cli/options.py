@@ -65,6 +65,8 @@ def config_params() -> list[inspect.Parameter]:
     params.append(_param("config_file", "--config-file", "Configs from .json (object or list), .jsonl, or .toml "
                          "with [[config]] tables; flags override their fields.", panel,
                          kind=Optional[List[str]]))
+    params.append(_param("model", "--model", "A Hugging Face config.json (or a folder holding one): one config per "
+                         "attention kind of the model; flags override its fields.", panel, kind=Optional[List[str]]))
     return params
 
 
@@ -99,6 +101,8 @@ def gate_params() -> list[inspect.Parameter]:
                "config (repeatable).", panel, kind=Optional[List[str]]),
         _param("fail_on", "--fail-on", "Fail on any finding of this effect or worse on the backends in scope: "
                "info | slow | unsupported | api-mismatch | wrong-results.", panel),
+        _param("project", "--project", "Project settings file (default: ./attndoctor.toml or [tool.attndoctor] "
+               "in ./pyproject.toml).", panel),
     ]
 
 

@@ -1,26 +1,55 @@
-"""The CI gate: does a report pass, and if not, why (exit 1)."""
+"""The CI gate: named checks per config (exit 1 when one fails), the same for every output format.
+
+Without a requirement the gate fails only when no backend can run a config, or a wrong-results finding applies.
+`--require ID`: that backend must be `supported` (a `depends` verdict fails: a gate wants certainty).
+`--require-any A,B`: at least one of them is supported.
+`--fail-on EFFECT`: any applying finding of that effect or a more severe one, on the backends in scope (the
+required ones, and the ones each framework would select), fails. Severity, low to high:
+info < slow < unsupported < api-mismatch < wrong-results.
+Findings about the machine itself (a package not installed, no GPU) never fail `--fail-on` or the no-backend check:
+they are facts to report, not a config that cannot run.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .evaluate import Report, Verdict
+from .evaluate import ConfigResult, Report, Verdict
 
 SEVERITY = {"info": 1, "slow": 2, "unsupported": 3, "api-mismatch": 4, "wrong-results": 5}
-"""--fail-on X fails on any applying finding of severity >= X, on the backends in scope."""
 MACHINE_FINDINGS = frozenset({"AD-NOT-INSTALLED", "AD-NO-GPU", "AD-IMPORT-FAILS"})
 
 
 @dataclass
-class GateResult:
-    """Whether the gate passed, and one line per reason it did not."""
+class GateCheck:
+    """One named check on one config: passed or not, with the reasons and the fixes that would pass it."""
 
+    config: str
+    name: str
     passed: bool
     reasons: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+    backend: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {"passed": self.passed, "reasons": list(self.reasons)}
+        return {"config": self.config, "check": self.name, "backend": self.backend or None, "passed": self.passed,
+                "reasons": list(self.reasons), "fixes": list(self.fixes)}
+
+
+@dataclass
+class GateResult:
+    """Whether the gate passed, every check, and one line per reason it did not."""
+
+    passed: bool
+    checks: list[GateCheck] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        return list(dict.fromkeys(f"{c.config}: {r}" for c in self.checks if not c.passed for r in c.reasons))
+
+    def to_dict(self) -> dict[str, object]:
+        return {"passed": self.passed, "reasons": self.reasons, "checks": [c.to_dict() for c in self.checks]}
 
 
 def _machine_only(v: Verdict) -> bool:
@@ -28,38 +57,62 @@ def _machine_only(v: Verdict) -> bool:
     return bool(blocking) and all(f.id in MACHINE_FINDINGS for f in blocking)
 
 
+def _why(v: Verdict) -> str:
+    blocking = v.blocking(True)
+    if blocking:
+        return "; ".join(f"{f.id}: {f.message}" for f in blocking)
+    if v.status == "depends":
+        return f"depends on {', '.join(v.missing)}"
+    return v.status
+
+
+def _fixes(v: Verdict) -> list[str]:
+    return [p.describe() for p in ([v.fix] if v.fix else []) + list(v.alternatives)]
+
+
+def config_checks(result: ConfigResult, *, require: Sequence[str] = (), require_any: Sequence[Sequence[str]] = (),
+                  fail_on: str | None = None) -> list[GateCheck]:
+    """Every gate check for one config."""
+    label = result.config.name or result.config.label()
+    verdicts = {v.backend.id: v for v in result.all_verdicts}
+    checks: list[GateCheck] = []
+    for backend in require:
+        v = verdicts[backend]
+        ok = v.supported is True
+        checks.append(GateCheck(label, f"require {backend}", ok, [] if ok else
+                                [f"required backend {backend} is {v.status} ({_why(v)})"],
+                                [] if ok else _fixes(v), backend))
+    for group in require_any:
+        ok = any(verdicts[b].supported is True for b in group)
+        fixes = [] if ok else [f"{b}: {fix}" for b in group for fix in _fixes(verdicts[b])[:1]]
+        checks.append(GateCheck(label, f"require any of {', '.join(group)}", ok,
+                                [] if ok else [f"none of {', '.join(group)} can run it"], fixes))
+    if not require and not require_any:
+        usable = [v for v in result.all_verdicts if not _machine_only(v) and v.status != "not-installed"]
+        ok = not usable or any(v.supported is not False for v in usable)
+        fixes = [f"{v.backend.id}: {v.fix.describe()}" for v in usable if v.fix][:3]
+        checks.append(GateCheck(label, "some backend runs it", ok, [] if ok else ["no backend can run it"],
+                                [] if ok else fixes))
+    scope = set(require) | {b for group in require_any for b in group} | \
+        {s.backend for s in result.selected if s.backend}
+    wrong = [(v, f) for v in result.all_verdicts for f in v.findings
+             if f.applies is True and f.effect == "wrong-results"
+             and (v.backend.id in scope or not (require or require_any))]
+    checks.append(GateCheck(label, "no wrong results", not wrong,
+                            [f"{v.backend.id} gives wrong results ({f.id}: {f.message})" for v, f in wrong],
+                            [fix for v, _ in wrong for fix in _fixes(v)[:1]]))
+    if fail_on:
+        hits = [(v, f) for v in result.all_verdicts if v.backend.id in scope for f in v.findings
+                if f.applies is True and f.id not in MACHINE_FINDINGS and SEVERITY[f.effect] >= SEVERITY[fail_on]]
+        checks.append(GateCheck(label, f"fail-on {fail_on}", not hits,
+                                [f"{v.backend.id} has a {f.effect} finding ({f.id}: {f.message})" for v, f in hits],
+                                [fix for v, _ in hits for fix in _fixes(v)[:1]]))
+    return checks
+
+
 def evaluate_gate(report: Report, *, require: Sequence[str] = (), require_any: Sequence[Sequence[str]] = (),
                   fail_on: str | None = None) -> GateResult:
-    """Requirements first; without any, fail only when a config cannot run at all or a result would be wrong."""
-    reasons: list[str] = []
-    for result in report.results:
-        label = result.config.label()
-        verdicts = {v.backend.id: v for v in result.all_verdicts}
-        for backend in require:
-            v = verdicts.get(backend)
-            if v is None:
-                continue
-            if v.supported is not True:
-                why = "; ".join(f"{f.id}: {f.message}" for f in v.blocking(True)) or \
-                    f"depends on {', '.join(v.missing)}"
-                reasons.append(f"{label}: required backend {backend} is {v.status} ({why})")
-        for group in require_any:
-            if not any(verdicts[b].supported is True for b in group if b in verdicts):
-                reasons.append(f"{label}: none of {', '.join(group)} can run it")
-        if not require and not require_any:
-            usable = [v for v in result.all_verdicts if not _machine_only(v) and v.status != "not-installed"]
-            if usable and not any(v.supported is not False for v in usable):
-                reasons.append(f"{label}: no backend can run it")
-        scope = set(require) | {b for group in require_any for b in group} | \
-            {s.backend for s in result.selected if s.backend}
-        for v in result.all_verdicts:
-            for f in v.findings:
-                if f.applies is not True:
-                    continue
-                if f.effect == "wrong-results" and (v.backend.id in scope or not (require or require_any)):
-                    reasons.append(f"{label}: {v.backend.id} gives wrong results ({f.id}: {f.message})")
-                elif fail_on and v.backend.id in scope and f.id not in MACHINE_FINDINGS and \
-                        SEVERITY[f.effect] >= SEVERITY[fail_on]:
-                    reasons.append(f"{label}: {v.backend.id} has a {f.effect} finding ({f.id}: {f.message})")
-    unique = list(dict.fromkeys(reasons))
-    return GateResult(passed=not unique, reasons=unique)
+    """Run every check on every config."""
+    checks = [c for r in report.results for c in config_checks(r, require=require, require_any=require_any,
+                                                                  fail_on=fail_on)]
+    return GateResult(passed=all(c.passed for c in checks), checks=checks)

@@ -1,3 +1,2 @@
 """Renderers of a Report: they format, they decide nothing."""
 
-FORMATS = ("text", "json")
