@@ -75,10 +75,14 @@ class AttentionConfig:
     origin: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
-    def qkv_format(self) -> str | None:
-        """The tensor format of q (bshd, sbhd, thd, bhsd) behind a TE layout name."""
+    def qkv_format(self) -> str:
+        """The tensor format of q (bshd, sbhd, thd, bhsd) behind a TE layout name.
+
+        Packed variable-length (thd) is a feature and, like every feature not mentioned, off: a config that does
+        not name its layout has padded batches of separate tensors, which we read as bshd.
+        """
         if self.layout is None:
-            return None
+            return "bshd"
         first = self.layout.removeprefix("paged_kv_").split("_")[0]
         return "".join(ch for ch in first if not ch.isdigit())
 

@@ -172,8 +172,7 @@ def build_facts(config: AttentionConfig, env: Environment) -> dict[str, Any]:
         if value is not None:
             facts[name] = value
     facts["window_left"], facts["window_right"] = config.window
-    if config.qkv_format is not None:
-        facts["qkv_format"] = config.qkv_format
+    facts["qkv_format"] = config.qkv_format
     if env.sm is not None:
         facts["sm"] = env.sm
     if env.gpu is not None:

@@ -102,8 +102,12 @@ class Rule:
     file: str
     line: int
     predicate: expr.Node = field(compare=False, repr=False)
-    compiled: expr.Compiled = field(compare=False, repr=False)
     names: frozenset[str] = field(compare=False, repr=False)
+
+    @property
+    def compiled(self) -> expr.Compiled:
+        """The predicate as a closure, built on first use (closures do not pickle into the load cache)."""
+        return _compiled(self)
 
     @property
     def blocking(self) -> bool:
@@ -145,7 +149,11 @@ class SelectionEntry:
     references: tuple[str, ...]
     condition_text: str
     predicate: expr.Node = field(compare=False, repr=False)
-    compiled: expr.Compiled = field(compare=False, repr=False)
+
+    @property
+    def compiled(self) -> expr.Compiled:
+        """The predicate as a closure, built on first use."""
+        return _compiled(self)
 
 
 @dataclass(frozen=True)
@@ -179,6 +187,16 @@ class RuleBase:
         return found
 
 
+_COMPILED: dict[int, tuple[Any, expr.Compiled]] = {}
+
+
+def _compiled(owner: Any) -> expr.Compiled:
+    hit = _COMPILED.get(id(owner))
+    if hit is None or hit[0] is not owner:
+        hit = _COMPILED[id(owner)] = (owner, expr.compile_node(owner.predicate))
+    return hit[1]
+
+
 # ---------------------------------------------------------------- loading
 
 
@@ -198,7 +216,46 @@ def load_rulebase(directory: str | None = None) -> RuleBase:
     files = sorted(p for p in folder.rglob("*.toml"))
     if not files:
         raise RuleError("no rule files (*.toml) found", file=str(folder))
-    return build_rulebase(files, root=folder)
+    return _cached(files, folder)
+
+
+def _cached(files: list[Path], folder: Path) -> RuleBase:
+    """A validated RuleBase, reused from a pickle in the user's cache while no rule file (or attndoctor) changed."""
+    import hashlib
+    import os
+    import pickle
+
+    from .. import __version__
+    from .._toml import _cache_dir
+
+    digest = hashlib.blake2b(__version__.encode(), digest_size=16)
+    for path in files:
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            return build_rulebase(files, root=folder)
+    cache = _cache_dir()
+    target = cache.parent / f"rulebase-{digest.hexdigest()}.pickle" if cache else None
+    if target is not None:
+        try:
+            with open(target, "rb") as handle:
+                base = pickle.load(handle)
+            if isinstance(base, RuleBase):
+                return base
+        except Exception:  # noqa: BLE001 - a stale or foreign cache file is rebuilt, never trusted
+            pass
+    base = build_rulebase(files, root=folder)
+    if target is not None:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as handle:
+                pickle.dump(base, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, target)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            pass
+    return base
 
 
 def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBase:
@@ -251,9 +308,19 @@ def _tables(doc: Mapping[str, Any], key: str, file: str) -> list[dict[str, Any]]
     return value
 
 
+_ID_LINE = re.compile(r'^\s*id\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)
+_LINES: dict[int, tuple[str, dict[str, int]]] = {}
+
+
 def _line_of(text: str, ident: str) -> int:
-    match = re.search(r'^\s*id\s*=\s*["\']' + re.escape(ident) + r'["\']', text, re.MULTILINE)
-    return text.count("\n", 0, match.start()) + 1 if match else 0
+    """The line of `id = "IDENT"` in a file's text (indexed once per file)."""
+    hit = _LINES.get(id(text))
+    if hit is None or hit[0] is not text:
+        index: dict[str, int] = {}
+        for match in _ID_LINE.finditer(text):
+            index.setdefault(match.group(1), text.count("\n", 0, match.start()) + 1)
+        hit = _LINES[id(text)] = (text, index)
+    return hit[1].get(ident, 0)
 
 
 def _str_list(value: Any, what: str, err: Any) -> tuple[str, ...]:
@@ -452,7 +519,7 @@ def _rule(table: dict[str, Any], file: str, text: str) -> Rule:
         condition_text=table.get("condition") or "", message=message.strip(), symptom=symptom.strip(),
         fixes=fixes, references=references, examples=examples, evidence=evidence,
         notes=str(table.get("notes", "")).strip(), file=file, line=line, predicate=predicate,
-        compiled=expr.compile_node(predicate), names=frozenset(expr.free_names(predicate)),
+        names=frozenset(expr.free_names(predicate)),
     )
 
 
@@ -478,8 +545,7 @@ def _selection(table: dict[str, Any], backend_ids: set[str]) -> SelectionEntry:
         raise err("references: at least one source")
     return SelectionEntry(id=ident, framework=str(table.get("framework", "")), order=order,
                           note=str(table.get("note", "")), references=references,
-                          condition_text=str(table.get("condition", "")), predicate=predicate,
-                          compiled=expr.compile_node(predicate))
+                          condition_text=str(table.get("condition", "")), predicate=predicate)
 
 
 def example_facts(example: Example) -> tuple[Any, Any]:
