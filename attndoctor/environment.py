@@ -31,7 +31,11 @@ ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", 
 
 
 def parse_version(value: Any, *, what: str = "version") -> Version:
-    """A PEP 440 version; pre-releases and local tags count as their release (NGC's 2.5.0a0+nv24.10 is 2.5.0)."""
+    """A PEP 440 version; pre-release, dev and local parts count as their release (NGC's 2.5.0a0+nv24.10 is 2.5.0).
+
+    Post-releases are kept: TransformerEngine's accepted flash-attn range ends at 2.8.3, and 2.8.3.post1 lies
+    outside it.
+    """
     text = str(value).strip()
     try:
         parsed = Version(text)
@@ -40,7 +44,9 @@ def parse_version(value: Any, *, what: str = "version") -> Version:
         if not match:
             raise UsageError(f"{what}: {text!r} is not a version; expected e.g. 9.5.0 or 2.11.0+cu130") from None
         parsed = Version(match.group(1))
-    return Version(parsed.base_version)
+    if parsed.post is None:
+        return Version(parsed.base_version)
+    return Version(f"{parsed.base_version}.post{parsed.post}")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 import attndoctor  # noqa: E402
 from attndoctor.tensors import describe, fused_views  # noqa: E402
 
-H100_TE_OLD = {"gpu": "H100", "torch": "2.11.0", "cudnn": "9.2.1", "te": "1.11", "flash_attn": "none",
+H100_TE_OLD = {"gpu": "H100", "torch": "2.11.0", "cudnn": "9.2.1", "te": "1.11", "flash_attn": "2.6.3",
                "flash_attn_3": "none", "flash_attn_4": "none", "cudnn_frontend": "none"}
 
 

@@ -11,6 +11,7 @@ from .. import __version__
 from .check import check
 from .explain import explain
 from .rules_cmd import rules_app
+from .verify import verify
 
 
 def _version(value: bool) -> None:
@@ -37,6 +38,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 app.command("check")(check)
 app.command("explain")(explain)
+app.command("verify")(verify)
 app.add_typer(rules_app, name="rules")
 
 

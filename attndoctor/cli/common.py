@@ -45,6 +45,7 @@ def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bo
     models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
     configs = configs_from_inputs(values, list(config.get("config_file") or []), default_bundled=default_bundled,
                                   models=models, project_configs=project.configs)
+    gate["survey"] = default_bundled and not (values or config.get("config_file") or models or project.configs)
     gate["require"] = gate.get("require") or project.require
     gate["require_any"] = gate.get("require_any") or project.require_any
     gate["fail_on"] = gate.get("fail_on") or project.fail_on
@@ -73,7 +74,8 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
     for backend in require + [b for g in groups for b in g]:
         if backend not in known:
             raise UsageError(f"--require: unknown backend {backend!r}; accepted: {', '.join(sorted(known))}")
-    result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on)
+    result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on,
+                           survey=bool(gate.get("survey")))
     target = output.get("output_file")
     stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
     try:

@@ -3,7 +3,7 @@
 Rules use the clause subset below; implementing it over `packaging.version.Version` keeps
 `packaging.specifiers` (and the `packaging.tags` → logging/subprocess/sysconfig chain it imports) off the start-up
 path of `attndoctor explain`. Versions reaching here are release versions: pre-release and local parts are dropped
-on the way in (see `attndoctor.environment.parse_version`).
+on the way in (see `attndoctor.environment.parse_version`); post-releases are kept and follow PEP 440.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Iterator
 
 from packaging.version import InvalidVersion, Version
 
-_CLAUSE = re.compile(r"^\s*(~=|==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?\s*$")
+_CLAUSE = re.compile(r"^\s*(~=|==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*(?:\.post\d+)?)(\.\*)?\s*$")
 
 
 class Clause:
@@ -43,6 +43,10 @@ class Clause:
         if op == "<=":
             return v <= self._version
         if op == ">":
+            # PEP 440: >V excludes the post-releases of V itself.
+            if v.post is not None and self._version.post is None and \
+                    Version(v.base_version) == Version(self._version.base_version):
+                return False
             return v > self._version
         if op == ">=":
             return v >= self._version

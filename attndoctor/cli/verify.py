@@ -1,0 +1,42 @@
+"""`attndoctor verify`: run the real kernels on this GPU, isolated, and lay what they did beside the rules."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from ..errors import UsageError
+from .common import handle_errors, plan
+from .options import with_groups
+
+
+@with_groups("config", "output")
+@handle_errors
+def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write every observation as JSON lines."),
+           timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed for each probe (the worker is "
+                                         "killed and restarted after)."),
+           repeats: int = typer.Option(3, "--repeats", help="Timed runs per probe after the checked one (0: none)."),
+           seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),
+           config: dict[str, Any], output: dict[str, Any]) -> None:
+    """Run each config on each installed backend for real (forward, and backward when training) and show whether
+    the rules were right: confirmed or CONTRADICTED, the library's own error, the error against float64, the time."""
+    from ..probe import probe
+    from ..report.verify_text import write_verify
+    from ..verification import run_verify, stderr_progress, verify_device
+
+    if output.get("format", "text") not in ("text", "json") or timeout <= 0 or repeats < 0:
+        raise UsageError("verify takes --format text|json, a positive --timeout and --repeats of at least 0")
+    configs, _ = plan(config, {}, default_bundled=True)
+    environment = probe()
+    device = verify_device(environment)
+    update, close = stderr_progress()
+    try:
+        report = run_verify(configs, environment, backends=output.get("backend"), timeout=timeout, repeats=repeats,
+                            seed=seed, record=record, rules_dir=output.get("rules_dir"), progress=update,
+                            device=device)
+    finally:
+        close()
+    write_verify(report, fmt=output.get("format", "text"), target=output.get("output_file"),
+                 detailed=bool(output.get("details")))
+    raise typer.Exit(1 if report.disagreements else 0)

@@ -1,0 +1,515 @@
+"""`verify`: run the real kernels (through attndoctor_kernels, in a worker process) and lay what they did beside
+what the rules said. Also what the observation replay shares with it: defaults for unknown shape fields, the
+environment each backend's rules are evaluated in, and when an observation agrees with a verdict.
+
+The engine never imports this module's kernel side: `run_verify` imports attndoctor_kernels lazily.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Mapping, Sequence
+
+from . import __version__
+from .config import AttentionConfig, make_config
+from .environment import Environment
+from .errors import UsageError
+
+SCHEMA_VERSION = 1
+
+DEFAULTS: dict[str, Any] = {"batch": 2, "heads": 8, "seqlen_q": 256, "hdim": 64, "dtype": "bf16", "train": False,
+                            "layout": "bshd"}
+"""What verify runs when a shape field is unknown: small, documented, and said in the output. kv_heads follows
+heads, seqlen_kv follows seqlen_q and hdim_v follows hdim, as in the config itself."""
+
+TE_SWITCHES: dict[str, dict[str, str]] = {
+    "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
+    "te-fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1", "NVTE_UNFUSED_ATTN": "0"},
+    "te-unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "1"},
+}
+"""The switches the TE runners set (kernels/runners/te.py holds the same table); the rules for a TE backend are
+evaluated with them, so that the prediction is about the run that happened."""
+
+OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
+FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
+
+_AGREE: dict[str, dict[str, str]] = {
+    # predicted status -> observed outcome -> agreement
+    "supported": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
+                  "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "contradicted"},
+    "unsupported": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
+                    "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
+    "api-mismatch": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
+                     "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
+    "wrong-results": {"ok": "contradicted", "rejected": "contradicted", "api-mismatch": "contradicted",
+                      "wrong-results": "confirmed", "crashed": "contradicted", "not-installed": "contradicted"},
+    "not-installed": {"ok": "contradicted", "rejected": "contradicted", "api-mismatch": "contradicted",
+                      "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "confirmed"},
+}
+DISAGREEMENTS = ("contradicted", "undecided")
+
+
+def agreement(outcome: str, predicted: str) -> str:
+    """confirmed | contradicted | undecided (the rules said `depends` on a probed machine, whose facts are all
+    known) | inconclusive (out of memory, or a case the runners do not build: says nothing about support)."""
+    if outcome in ("out-of-memory", "skipped"):
+        return "inconclusive"
+    if predicted == "depends":
+        return "undecided"
+    return _AGREE.get(predicted, {}).get(outcome, "contradicted")
+
+
+def disagrees(outcome: str, predicted: str) -> bool:
+    return agreement(outcome, predicted) in DISAGREEMENTS
+
+
+def fill_defaults(config: AttentionConfig) -> tuple[AttentionConfig, tuple[str, ...]]:
+    """The config with DEFAULTS in place of unknown shape fields, and the names of the fields filled."""
+    values = config.to_dict()
+    filled = []
+    for key, value in DEFAULTS.items():
+        if values.get(key) is None:
+            values[key] = value
+            filled.append(key)
+            if key == "heads" and values.get("kv_heads") is None:
+                values["kv_heads"] = value
+            if key == "hdim" and values.get("hdim_v") is None:
+                values["hdim_v"] = value
+            if key == "seqlen_q" and values.get("seqlen_kv") is None:
+                values["seqlen_kv"] = value
+    if not filled:
+        return config, ()
+    return make_config(values), tuple(filled)
+
+
+def backend_environment(env: Environment, backend: str) -> Environment:
+    """The environment the rules for `backend` are evaluated in: the machine, with the switches its runner sets."""
+    for name, value in TE_SWITCHES.get(backend, {}).items():
+        env = env.with_env_var(name, value)
+    return env
+
+
+def recorded_environment(env: Environment) -> dict[str, Any]:
+    """The environment as an observation records it: the probe's to_dict(), without GPU serial ids."""
+    data = env.to_dict()
+    data["gpus"] = [{k: v for k, v in g.items() if k != "uuid"} for g in data.get("gpus", [])]
+    return data
+
+
+# ---------------------------------------------------------------- observations
+
+
+@dataclass
+class Observation:
+    """One backend run on one config, beside the engine's verdict for it."""
+
+    config: AttentionConfig
+    backend: str
+    outcome: str
+    predicted: str
+    agreement: str
+    result: dict[str, Any] = field(default_factory=dict)
+    rules: tuple[str, ...] = ()
+    defaults: tuple[str, ...] = ()
+    baseline_error: float | None = None
+
+    @property
+    def error(self) -> str:
+        return str(self.result.get("error") or "")
+
+    @property
+    def rel_error(self) -> float | None:
+        value = self.result.get("rel_error")
+        if value == "inf":
+            return float("inf")
+        return None if value is None else float(value)
+
+    @property
+    def ms(self) -> float | None:
+        value = self.result.get("ms")
+        return None if value is None else float(value)
+
+    def record(self, environment: Mapping[str, Any], seed: int) -> dict[str, Any]:
+        """The JSON line `verify --record` writes."""
+        r = self.result
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "attndoctor": __version__,
+            "environment": environment,
+            "config": self.config.to_dict(),
+            "defaults": list(self.defaults),
+            "backend": self.backend,
+            "outcome": self.outcome,
+            "predicted": self.predicted,
+            "agreement": self.agreement,
+            "rules": list(self.rules),
+            "error": self.error,
+            "expressible": r.get("expressible", True),
+            "phase": r.get("phase", ""),
+            "rel_error": r.get("rel_error"),
+            "errors": r.get("errors", {}),
+            "tolerance": r.get("tolerance"),
+            "baseline_error": self.baseline_error,
+            "ms": r.get("ms"),
+            "ms_forward": r.get("ms_forward"),
+            "ms_backward": r.get("ms_backward"),
+            "round_trip_ms": r.get("round_trip_ms"),
+            "library_version": r.get("version", ""),
+            "details": {k: v for k, v in (r.get("details") or {}).items() if k != "traceback"},
+            "warnings": r.get("warnings", []),
+            "seed": seed,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config.to_dict(), "label": self.config.label(), "backend": self.backend,
+                "outcome": self.outcome, "predicted": self.predicted, "agreement": self.agreement,
+                "rules": list(self.rules), "error": self.error, "rel_error": self.result.get("rel_error"),
+                "errors": self.result.get("errors", {}), "tolerance": self.result.get("tolerance"),
+                "baseline_error": self.baseline_error, "ms": self.ms, "phase": self.result.get("phase", ""),
+                "expressible": self.result.get("expressible", True), "defaults": list(self.defaults)}
+
+
+@dataclass
+class VerifyReport:
+    """Everything verify saw: the machine, the backends it found, one observation per (config, backend)."""
+
+    environment: Environment
+    observations: list[Observation]
+    inventory: dict[str, dict[str, Any]]
+    backends: list[str]
+    configs: list[AttentionConfig]
+    defaults: dict[str, tuple[str, ...]]
+    seed: int
+    wall_s: float = 0.0
+    worker_starts: int = 0
+    worker_info: dict[str, Any] = field(default_factory=dict)
+    record_path: str | None = None
+
+    @property
+    def disagreements(self) -> list[Observation]:
+        return [o for o in self.observations if o.agreement in DISAGREEMENTS]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for o in self.observations:
+            out[o.agreement] = out.get(o.agreement, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "attndoctor", "version": __version__},
+            "command": "verify",
+            "environment": self.environment.to_dict(),
+            "backends": {b: self.inventory.get(b, {}) for b in self.backends},
+            "defaults": {"values": DEFAULTS, "filled": {k: list(v) for k, v in self.defaults.items() if v}},
+            "seed": self.seed,
+            "observations": [o.to_dict() for o in self.observations],
+            "summary": {"observations": len(self.observations), "agreement": self.counts(),
+                        "wall_s": round(self.wall_s, 2), "worker_starts": self.worker_starts},
+            "record": self.record_path,
+        }
+
+
+# ---------------------------------------------------------------- preconditions
+
+
+def torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def require_gpu(env: Environment) -> None:
+    """verify needs torch and a CUDA GPU that torch can use; one line otherwise (exit 2)."""
+    if not torch_installed():
+        raise UsageError("verify runs the real kernels and needs PyTorch, which is not installed here "
+                         "(use `attndoctor check` or `explain` on this machine)")
+    if "torch" in env.import_errors:
+        raise UsageError(f"verify needs PyTorch, which does not import here: {env.import_errors['torch']}")
+    if env.no_gpu:
+        raise UsageError("verify runs the real kernels and needs an NVIDIA GPU; this machine has none "
+                         "(use `attndoctor check` or `explain`)")
+    if env.torch_cuda_available is False:
+        raise UsageError("verify needs a GPU that torch can use, but torch.cuda.is_available() is False here")
+
+
+def verify_device(env: Environment) -> str:
+    """The device verify runs on: cuda (checked: exit 2 without torch or a GPU), or what ATTNDOCTOR_VERIFY_DEVICE
+    says (cpu runs torch's CPU kernels: for tests and debugging)."""
+    import os
+
+    device = os.environ.get("ATTNDOCTOR_VERIFY_DEVICE", "cuda")
+    if device == "cuda":
+        require_gpu(env)
+    elif not torch_installed():
+        raise UsageError("verify runs the real kernels and needs PyTorch, which is not installed here")
+    return device
+
+
+# ---------------------------------------------------------------- the run
+
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
+               timeout: float = 120.0, repeats: int = 3, seed: int | None = None, record: str | None = None,
+               rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
+               config_done: Callable[[AttentionConfig, list[Observation]], None] | None = None,
+               runner_modules: Iterable[str] = (), supervisor: Any = None) -> VerifyReport:
+    """Run every (config, backend) probe in one worker and compare with the rules. Records as it goes."""
+    from .engine.evaluate import Evaluator, build_facts
+    from .engine.rules import load_rulebase
+
+    base = load_rulebase(rules_dir)
+    ids = list(base.backend_ids)
+    if backends:
+        unknown = [b for b in backends if b not in ids]
+        if unknown:
+            raise UsageError(f"--backend: unknown backend {unknown[0]!r}; accepted: {', '.join(ids)}")
+    evaluator = Evaluator(base)
+    filled: list[AttentionConfig] = []
+    filled_names: list[tuple[str, ...]] = []
+    defaults: dict[str, tuple[str, ...]] = {}
+    for c in configs:
+        fc, names = fill_defaults(c)
+        filled.append(fc)
+        filled_names.append(names)
+        if names:
+            defaults[fc.name or fc.label()] = names
+    seed = random.SystemRandom().randrange(1, 2**31 - 1) if seed is None else int(seed)
+    environment = recorded_environment(env)
+    started = time.monotonic()
+    stream: IO[str] | None = None
+    if record:
+        try:
+            Path(record).parent.mkdir(parents=True, exist_ok=True)
+            stream = open(record, "w", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--record: cannot write {record} ({exc.strerror})") from None
+    from attndoctor_kernels.supervisor import Supervisor, WorkerError
+
+    own = supervisor is None
+    sup = supervisor or Supervisor(device=device, timeout=timeout, runner_modules=runner_modules)
+    observations: list[Observation] = []
+    try:
+        try:
+            inventory = sup.inventory(backends or ids)
+        except WorkerError as exc:
+            raise UsageError(f"verify could not start its worker on {device}: {exc}") from None
+        run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
+        total = len(filled) * len(run)
+        done = 0
+        backend_by_id = {b.id: b for b in base.backends}
+        for config, names in zip(filled, filled_names):
+            batch: list[Observation] = []
+            for backend_id in run:
+                if progress:
+                    progress(done, total, f"{config.name or config.label()} · {backend_id}")
+                b_env = backend_environment(env, backend_id)
+                verdict = evaluator.verdict(backend_by_id[backend_id], config, b_env,
+                                            facts=build_facts(config, b_env), search_fix=False)
+                result = sup.probe(backend_id, config.to_dict(), seed=seed, repeats=repeats)
+                outcome = str(result.get("outcome", "crashed"))
+                obs = Observation(config=config, backend=backend_id, outcome=outcome, predicted=verdict.status,
+                                  agreement=agreement(outcome, verdict.status), result=result,
+                                  rules=tuple(f.id for f in verdict.findings if f.blocking and f.applies is not False),
+                                  defaults=names)
+                batch.append(obs)
+                done += 1
+            math = next((o for o in batch if o.backend == "sdpa-math" and o.outcome == "ok"), None)
+            for o in batch:
+                if math is not None and o is not math:
+                    o.baseline_error = math.rel_error
+                if stream is not None:
+                    stream.write(json.dumps(o.record(environment, seed), default=str) + "\n")
+            if stream is not None:
+                stream.flush()
+            observations.extend(batch)
+            if config_done:
+                config_done(config, batch)
+        if progress:
+            progress(total, total, "done")
+        info = dict(getattr(sup, "info", {}) or {})
+        starts = int(getattr(sup, "starts", 0))
+    finally:
+        if own:
+            sup.close()
+        if stream is not None:
+            stream.close()
+    return VerifyReport(environment=env, observations=observations, inventory=inventory, backends=run,
+                        configs=filled, defaults=defaults, seed=seed, wall_s=time.monotonic() - started,
+                        worker_starts=starts, worker_info=info, record_path=record)
+
+
+# ---------------------------------------------------------------- replay
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One recorded observation evaluated again by today's engine."""
+
+    source: str
+    line: int
+    backend: str
+    outcome: str
+    recorded: str
+    predicted: str
+    agreement: str
+    config: AttentionConfig
+    record: Mapping[str, Any]
+
+    @property
+    def disagrees(self) -> bool:
+        return self.agreement in DISAGREEMENTS
+
+    def describe(self) -> str:
+        return (f"{self.source}:{self.line}: {self.backend} on {self.config.label()}: observed {self.outcome}, "
+                f"rules now say {self.predicted} ({self.agreement}); error: {self.record.get('error') or '-'}")
+
+
+def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) for every JSON line of an observations file."""
+    out = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise UsageError(f"{path}:{number}: expected a JSON object")
+        out.append((number, record))
+    return out
+
+
+def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list[Replay]:
+    """Evaluate every recorded observation with the current rules, no GPU needed."""
+    from .engine.evaluate import Evaluator
+    from .engine.rules import load_rulebase
+    from .environment import environment_from_dict
+
+    base = load_rulebase(rules_dir)
+    evaluator = Evaluator(base)
+    backends = {b.id: b for b in base.backends}
+    out = []
+    for path in paths:
+        for number, record in read_observations(path):
+            where = f"{Path(path).name}:{number}"
+            for key in ("environment", "config", "backend", "outcome"):
+                if key not in record:
+                    raise UsageError(f"{where}: observation lacks {key!r}")
+            backend = record["backend"]
+            if backend not in backends:
+                raise UsageError(f"{where}: unknown backend {backend!r}")
+            if record["outcome"] not in OBSERVED:
+                raise UsageError(f"{where}: unknown outcome {record['outcome']!r}")
+            env = backend_environment(environment_from_dict(record["environment"], where=where), backend)
+            config = make_config(record["config"], where=where)
+            verdict = evaluator.verdict(backends[backend], config, env, search_fix=False)
+            out.append(Replay(source=Path(path).name, line=number, backend=backend, outcome=record["outcome"],
+                              recorded=str(record.get("predicted", "")), predicted=verdict.status,
+                              agreement=agreement(record["outcome"], verdict.status), config=config, record=record))
+    return out
+
+
+def stderr_progress() -> tuple[ProgressFn, Callable[[], None]]:
+    """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+        bar.start()
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=what)
+
+        return update, bar.stop
+    state = {"last": ""}
+
+    def update_plain(done: int, total: int, what: str) -> None:
+        if done == total:
+            return
+        config = what.split(" · ")[0]
+        if config != state["last"]:
+            state["last"] = config
+            sys.stderr.write(f"verify [{done}/{total}] {config}\n")
+            sys.stderr.flush()
+
+    return update_plain, lambda: None
+
+
+# ---------------------------------------------------------------- known gaps
+
+
+@dataclass(frozen=True)
+class KnownGap:
+    """A disagreement accepted for now (tests/observations/known_gaps.toml), with the reason."""
+
+    index: int
+    backend: str
+    reason: str
+    outcome: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+    def matches(self, item: Replay) -> bool:
+        if item.backend != self.backend or (self.outcome is not None and item.outcome != self.outcome):
+            return False
+        values = item.config.to_dict()
+        for key, want in self.config.items():
+            have = values.get(key)
+            if isinstance(want, list):
+                if have not in want and list(have if isinstance(have, (list, tuple)) else [have]) != want:
+                    return False
+            elif have != want:
+                return False
+        env = item.record.get("environment", {})
+        for key, want in self.environment.items():
+            if key in ("gpu",):
+                if not str(env.get("gpu") or "").startswith(str(want)):
+                    return False
+            elif key == "sm":
+                if env.get("sm") != want:
+                    return False
+            else:
+                have = str((env.get("versions") or {}).get(key) or "")
+                if not (have == str(want) or have.startswith(f"{want}.") or have.startswith(f"{want}+")):
+                    return False
+        return True
+
+
+def load_known_gaps(path: str | Path) -> list[KnownGap]:
+    """The [[gap]] tables of a known-gaps file; each needs a backend and a reason."""
+    from ._toml import loads_toml
+
+    p = Path(path)
+    if not p.exists():
+        return []
+    doc = loads_toml(p.read_text(encoding="utf-8"))
+    out = []
+    allowed = {"backend", "reason", "outcome", "config", "environment"}
+    for i, entry in enumerate(doc.get("gap", []) or [], 1):
+        where = f"{p.name} gap {i}"
+        if not isinstance(entry, Mapping):
+            raise UsageError(f"{where}: expected a table")
+        extra = sorted(set(entry) - allowed)
+        if extra:
+            raise UsageError(f"{where}: unknown key {extra[0]!r}; accepted: {', '.join(sorted(allowed))}")
+        if not entry.get("backend") or not str(entry.get("reason", "")).strip():
+            raise UsageError(f"{where}: needs a backend and a reason")
+        if entry.get("outcome") is not None and entry["outcome"] not in OBSERVED:
+            raise UsageError(f"{where}: unknown outcome {entry['outcome']!r}")
+        out.append(KnownGap(index=i, backend=str(entry["backend"]), reason=str(entry["reason"]),
+                            outcome=entry.get("outcome"), config=dict(entry.get("config") or {}),
+                            environment=dict(entry.get("environment") or {})))
+    return out

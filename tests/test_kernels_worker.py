@@ -1,0 +1,112 @@
+"""The worker's isolation: a probe that aborts, hangs, exits or hits a CUDA error never takes verify down, and the
+next probe runs in a fresh worker. Planted runners (tests/fake_runners.py) need no torch and no GPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from attndoctor_kernels.supervisor import Supervisor
+
+TESTS = str(Path(__file__).resolve().parent)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+@pytest.fixture
+def sup():
+    s = Supervisor(device="cpu", timeout=20, startup_timeout=60, runner_modules=["fake_runners"], env=_env(),
+                   prepare=False)
+    yield s
+    s.close()
+
+
+def _pid(result):
+    return result["details"]["pid"]
+
+
+def test_ok_probe_reports_and_reuses_one_worker(sup):
+    first = sup.probe("fake-ok", {"batch": 1}, seed=5)
+    second = sup.probe("fake-ok", {"batch": 1}, seed=6)
+    assert first["outcome"] == second["outcome"] == "ok"
+    assert _pid(first) == _pid(second), "many probes share one worker"
+    assert second["details"]["seed"] == 6
+    assert sup.starts == 1 and sup.restarts == 0
+    assert first["round_trip_ms"] >= 0
+
+
+def test_abort_is_crashed_and_the_next_probe_runs_in_a_fresh_worker(sup):
+    before = _pid(sup.probe("fake-ok", {}))
+    crashed = sup.probe("fake-abort", {})
+    assert crashed["outcome"] == "crashed"
+    assert "SIGABRT" in crashed["error"]
+    after = sup.probe("fake-ok", {})
+    assert after["outcome"] == "ok" and _pid(after) != before
+    assert sup.restarts == 1
+
+
+def test_hang_times_out_kills_and_restarts(sup):
+    before = _pid(sup.probe("fake-ok", {}))
+    hung = sup.probe("fake-hang", {}, timeout=1.5)
+    assert hung["outcome"] == "crashed" and hung["phase"] == "timeout"
+    assert "timed out after 1.5 s" in hung["error"]
+    assert hung["round_trip_ms"] < 10_000
+    with pytest.raises(ProcessLookupError):
+        os.kill(before, 0)
+    after = sup.probe("fake-ok", {})
+    assert after["outcome"] == "ok" and _pid(after) != before
+
+
+def test_cuda_error_restarts_the_worker(sup):
+    before = _pid(sup.probe("fake-ok", {}))
+    bad = sup.probe("fake-cuda-error", {})
+    assert bad["outcome"] == "crashed" and bad["restart"] is True
+    assert "illegal memory access" in bad["error"] and "restarted" in bad["error"]
+    after = sup.probe("fake-ok", {})
+    assert after["outcome"] == "ok" and _pid(after) != before
+
+
+def test_refusals_and_signature_errors_keep_the_worker(sup):
+    before = _pid(sup.probe("fake-ok", {}))
+    refused = sup.probe("fake-refuse", {})
+    mismatch = sup.probe("fake-signature", {})
+    assert refused["outcome"] == "rejected" and "Ampere" in refused["error"]
+    assert mismatch["outcome"] == "api-mismatch"
+    assert _pid(sup.probe("fake-ok", {})) == before
+
+
+def test_exit_and_runner_bug_are_crashes_not_exceptions(sup):
+    gone = sup.probe("fake-exit", {})
+    assert gone["outcome"] == "crashed" and "status 7" in gone["error"]
+    bug = sup.probe("fake-bug", {})
+    assert bug["outcome"] == "crashed" and "KeyError" in bug["error"]
+    assert sup.probe("fake-ok", {})["outcome"] == "ok"
+
+
+def test_library_output_on_stdout_does_not_break_the_protocol(sup):
+    result = sup.probe("fake-print", {})
+    assert result["outcome"] == "ok"
+    assert any("library chatter" in line for line in sup.stderr_tail(50))
+    assert sup.probe("fake-ok", {})["outcome"] == "ok"
+
+
+def test_inventory_and_unknown_backend(sup):
+    inv = sup.inventory(["fake-ok", "no-such"])
+    assert inv["fake-ok"]["installed"] is True and inv["fake-ok"]["version"] == "0.0-fake"
+    assert inv["no-such"]["installed"] is False
+    assert sup.probe("no-such", {})["outcome"] == "skipped"
+
+
+def test_a_worker_that_cannot_start_is_reported():
+    s = Supervisor(device="cpu", python="/nonexistent/python", prepare=False)
+    try:
+        result = s.probe("fake-ok", {})
+        assert result["outcome"] == "crashed" and "cannot start the worker" in result["error"]
+    finally:
+        s.close()
