@@ -309,3 +309,14 @@ def test_not_utf8_is_a_usage_error(tmp_path):
     (tmp_path / "config.json").write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(UsageError, match="not a text file"):
         configs_from_model(tmp_path)
+
+
+def test_a_nested_config_saved_as_a_diff_takes_the_class_defaults(tmp_path):
+    llava = {"model_type": "llava", "torch_dtype": "float16",
+             "text_config": {"model_type": "llama", "vocab_size": 32064, "rms_norm_eps": 1e-05}}
+    (c,) = configs_from_model(write(tmp_path, llava, "llava-1.5-7b-hf"))
+    assert (c.heads, c.kv_heads, c.hdim, c.dtype, c.seqlen_q) == (32, 32, 128, "fp16", 2048)
+    assert c.origin["heads"] == "text_config.num_attention_heads absent: llama default 32"
+    # a top-level config is always written out in full: no defaults fill its gaps
+    with pytest.raises(UsageError, match="no attention head count"):
+        configs_from_model(write(tmp_path, {"model_type": "gemma3_text", "hidden_size": 2560}, "g3"))
