@@ -286,18 +286,22 @@ class Evaluator:
     def _fixes(self, backend: Backend, config: AttentionConfig, env: Environment,
                blocking: list[Finding]) -> list[FixPlan]:
         per_finding = [list(dict.fromkeys(f.fixes)) for f in blocking]
-        candidates: list[tuple[Fix, ...]] = []
+        # (fixes, actions): a finding's own config changes applied together count as one action
+        # (padding seqlen_q and seqlen_kv to a multiple of 64 is one step for the user).
+        candidates: list[tuple[tuple[Fix, ...], int]] = []
         singles = list(dict.fromkeys(fix for fixes in per_finding for fix in fixes))
-        candidates.extend((fix,) for fix in singles)
+        candidates.extend(((fix,), 1) for fix in singles)
+        for fixes in per_finding:
+            changes = [f for f in fixes if f.kind == "change"]
+            candidates.extend((pair, 1) for pair in itertools.combinations(changes, 2))
         if len(per_finding) > 1 and all(per_finding):
-            combos = itertools.islice(itertools.product(*per_finding), 64)
-            for combo in combos:
+            for combo in itertools.islice(itertools.product(*per_finding), 64):
                 unique = tuple(dict.fromkeys(combo))
                 if len(unique) > 1:
-                    candidates.append(unique)
-        working: list[FixPlan] = []
+                    candidates.append((unique, len(unique)))
+        working: list[tuple[FixPlan, int]] = []
         seen: set[tuple[Fix, ...]] = set()
-        for combo in candidates:
+        for combo, actions in candidates:
             key = tuple(sorted(combo, key=lambda f: (f.kind, f.target, str(f.to))))
             if key in seen:
                 continue
@@ -308,12 +312,13 @@ class Evaluator:
             new_config, new_env = applied
             result = self.verdict(backend, new_config, new_env, search_fix=False).status
             if result in ("supported", "depends"):
-                working.append(FixPlan(fixes=combo, result=result))
+                working.append((FixPlan(fixes=_resolved(combo, config, env), result=result), actions))
         if working:
-            smallest = min(len(p.fixes) for p in working)
-            working = [p for p in working if len(p.fixes) == smallest]
-        working.sort(key=lambda p: (p.result != "supported", sum(FIX_RANK[f.kind] for f in p.fixes)))
-        return working
+            smallest = min(actions for _, actions in working)
+            working = [(p, a) for p, a in working if a == smallest]
+        working.sort(key=lambda pa: (pa[0].result != "supported", sum(FIX_RANK[f.kind] for f in pa[0].fixes),
+                                     len(pa[0].fixes)))
+        return [p for p, _ in working]
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
@@ -426,6 +431,18 @@ def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any])
         yield Finding("AD-NO-GPU", "unsupported", "dispatch", "no CUDA GPU on this machine",
                       "this machine has no NVIDIA GPU (NVML found none)", "RuntimeError: No CUDA GPUs are available",
                       (), BUILTIN_REFERENCE, True)
+
+
+def _resolved(fixes: Sequence[Fix], config: AttentionConfig, env: Environment) -> tuple[Fix, ...]:
+    """The fixes with each config change's expression replaced by the value it gives for this config."""
+    facts = build_facts(config, env)
+    out = []
+    for fix in fixes:
+        if fix.kind == "change" and fix.value_node is not None:
+            value = expr.compile_node(fix.value_node)(facts)
+            fix = Fix(fix.kind, fix.target, value, fix.note)
+        out.append(fix)
+    return tuple(out)
 
 
 def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig,

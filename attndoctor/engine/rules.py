@@ -30,7 +30,7 @@ FIX_RANK = {"set": 0, "unset": 0, "change": 1, "upgrade": 2, "downgrade": 3}
 """Smaller is cheaper: an environment switch before a config change before a package change."""
 CHANGEABLE = tuple(v for v in expr.CONFIG_VARIABLES if v not in ("qkv_format",))
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
-ENV_VAR_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RULE_KEYS = {"id", "title", "backends", "effect", "surfaces", "when", "condition", "message", "symptom", "fixes",
              "references", "examples", "evidence", "notes"}
 

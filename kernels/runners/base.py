@@ -65,14 +65,18 @@ class Runner:
     library_modules: tuple[str, ...] = ()
 
     def installed(self) -> tuple[bool, str]:
-        """(True, version) or (False, why): the library imports (in this worker)."""
+        """(True, version) or (False, why): the library imports (in this worker). Cached once it imports."""
+        cached = self.__dict__.get("_installed")
+        if cached is not None:
+            return cached
         try:
             importlib.import_module(self.module)
         except ImportError as exc:
             return False, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # noqa: BLE001 - a broken install is "does not import"
             return False, f"{type(exc).__name__}: {exc}"
-        return True, self.version()
+        self.__dict__["_installed"] = (True, self.version())
+        return self.__dict__["_installed"]
 
     def version(self) -> str:
         for name in self.distributions:

@@ -1,0 +1,42 @@
+"""Write a grid of small SDPA configs as JSON lines, for `attndoctor verify --config-file grid.jsonl --record ...`.
+
+One worker runs every probe of the grid (one case cache: train and infer of a shape share data and reference), so
+a grid of a few hundred configs takes seconds per hundred probes on an H100. Usage:
+    python benchmarks/verify_grid.py grid.jsonl [--size small|full]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+
+
+def grid(size: str = "small") -> list[dict]:
+    out = []
+    masks = ["none", "causal", "causal-bottom-right", "padding", "arbitrary"]
+    heads = [(8, 8), (8, 2), (8, 1)]
+    dims = [(64, 64), (128, 128), (96, 96), (256, 256), (192, 128), (72, 72)]
+    dtypes = ["bf16", "fp16", "fp32"]
+    layouts = [("bshd", False), ("sbhd", True), ("thd", False)]
+    seqs = [(256, 256), (130, 257)]
+    for i, (mask, (h, hk), (d, dv), dtype, (layout, fused), (sq, sk), train) in enumerate(
+            itertools.product(masks, heads, dims, dtypes, layouts, seqs, (True, False))):
+        if size == "small" and i % 18:
+            continue
+        if fused and (sq != sk):
+            continue
+        out.append({"batch": 2, "heads": h, "kv_heads": hk, "hdim": d, "hdim_v": dv, "seqlen_q": sq, "seqlen_kv": sk,
+                    "dtype": dtype, "mask": mask, "layout": layout, "qkv_fused": fused, "train": train,
+                    "name": f"g{i}"})
+    return out
+
+
+if __name__ == "__main__":
+    path = sys.argv[1] if len(sys.argv) > 1 else "grid.jsonl"
+    size = sys.argv[sys.argv.index("--size") + 1] if "--size" in sys.argv else "small"
+    rows = grid(size)
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    print(f"{len(rows)} configs -> {path}")
