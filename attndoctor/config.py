@@ -292,6 +292,16 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
     return AttentionConfig(**out)
 
 
+def with_changes(config: AttentionConfig, changes: Mapping[str, Any]) -> AttentionConfig:
+    """A copy with a few fields changed, each validated, and the cross-field rules checked again (fast path)."""
+    probe = _make({k: v for k, v in changes.items()})
+    values = {k: getattr(probe, k) for k in changes}
+    out = dataclasses.replace(config, **values)
+    if out.heads is not None and out.kv_heads is not None and out.heads % out.kv_heads:
+        raise UsageError(f"kv_heads: heads ({out.heads}) must be a multiple of kv_heads ({out.kv_heads})")
+    return out
+
+
 def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:
     """A copy with some fields changed, validated again."""
     values = config.to_dict()

@@ -159,6 +159,8 @@ class Observation:
             "ms": r.get("ms"),
             "ms_forward": r.get("ms_forward"),
             "ms_backward": r.get("ms_backward"),
+            "ms_first": r.get("ms_first"),
+            "ms_setup": r.get("ms_setup"),
             "round_trip_ms": r.get("round_trip_ms"),
             "library_version": r.get("version", ""),
             "details": {k: v for k, v in (r.get("details") or {}).items() if k != "traceback"},

@@ -1,7 +1,8 @@
 """Summarise `verify --record` files: outcomes per backend, agreement, timing and the per-probe overhead.
 
 overhead = round trip seen by the parent - (repeats + 1) * kernel ms: what a probe costs beyond its kernel runs
-(inputs, reference share, comparison, JSON, process hop). Usage: python benchmarks/verify_summary.py FILE.jsonl...
+(inputs, the shape's fp64 reference when this probe computed it, the library's first-call costs, comparison, JSON,
+process hop); recent records also split out ms_setup (data + reference) and ms_first (the checked call). Usage: python benchmarks/verify_summary.py FILE.jsonl...
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ def summarise(path: str, repeats: int) -> None:
         print(f"  per-probe overhead beyond kernel time: median {statistics.median(over):.1f} ms, "
               f"p90 {sorted(over)[int(0.9 * (len(over) - 1))]:.1f} ms (n={len(over)}); round trips total "
               f"{sum(trips) / 1000:.1f} s")
+        every = [r["round_trip_ms"] - (repeats + 1) * (r.get("ms") or 0.0) for r in rows
+                 if r.get("round_trip_ms") is not None]
+        print(f"  over every probe (refusals included): median {statistics.median(every):.1f} ms (n={len(every)})")
+        split = [r for r in timed if r.get("ms_first") is not None and r.get("ms_setup") is not None]
+        if split:
+            harness = [r["round_trip_ms"] - r["ms_setup"] - r["ms_first"] - repeats * r["ms"] for r in split]
+            print(f"  without the shape's data + fp64 reference (shared by its backends) and the library's first "
+                  f"call (plan builds, lazy kernel loading): median {statistics.median(harness):.1f} ms, "
+                  f"p90 {sorted(harness)[int(0.9 * (len(harness) - 1))]:.1f} ms")
     errs = collections.defaultdict(list)
     for r in rows:
         if r["outcome"] == "ok" and isinstance(r.get("rel_error"), (int, float)):

@@ -389,16 +389,16 @@ def relative_error(x: torch.Tensor | None, ref: torch.Tensor, rows: torch.Tensor
         return float("inf")
     if x.shape != ref.shape:
         raise ValueError(f"output shape {tuple(x.shape)} differs from the reference's {tuple(ref.shape)}")
-    sel = rows[:, :, None, None].expand_as(ref)
-    xs = x.to(torch.float64)[sel]
-    rs = ref[sel]
-    if xs.numel() == 0:
+    sel = rows[:, :, None, None]
+    if not bool(sel.any()):
         return 0.0
-    if not bool(torch.isfinite(xs).all()):
+    diff = torch.where(sel, x.to(torch.float64) - ref, 0.0).abs_()
+    scale = torch.where(sel, ref, 0.0).abs_().amax()
+    worst, bad = torch.stack((diff.amax(), scale)), ~torch.isfinite(diff).all()
+    values = torch.cat((worst, bad.to(torch.float64).view(1))).tolist()  # one sync
+    if values[2] or values[0] != values[0]:
         return float("inf")
-    scale = float(rs.abs().max())
-    diff = float((xs - rs).abs().max())
-    return diff / max(scale, 1e-30)
+    return values[0] / max(values[1], 1e-30)
 
 
 def finite(x: torch.Tensor | None, rows: torch.Tensor) -> bool:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..config import AttentionConfig, replace
+from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, PACKAGE_LABELS, PIP_NAMES, PACKAGES, Environment, parse_version
 from ..errors import UsageError
 from . import expr
@@ -162,17 +163,21 @@ class Report:
 # ---------------------------------------------------------------- facts
 
 
-def build_facts(config: AttentionConfig, env: Environment) -> dict[str, Any]:
-    """The flat map of names the condition language reads; unknown facts are left out."""
-    facts: dict[str, Any] = {}
-    for name in ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout",
-                 "softcap", "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv",
-                 "qkv_fused"):
-        value = getattr(config, name)
-        if value is not None:
-            facts[name] = value
+CONFIG_FACTS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout", "softcap",
+                "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv", "qkv_fused")
+
+
+def config_facts(config: AttentionConfig) -> dict[str, Any]:
+    """The config's part of the facts; unknown fields are left out."""
+    facts = {name: value for name in CONFIG_FACTS if (value := getattr(config, name)) is not None}
     facts["window_left"], facts["window_right"] = config.window
     facts["qkv_format"] = config.qkv_format
+    return facts
+
+
+def env_facts(env: Environment) -> dict[str, Any]:
+    """The environment's part of the facts; unknown facts are left out, absent packages are ABSENT."""
+    facts: dict[str, Any] = {}
     if env.sm is not None:
         facts["sm"] = env.sm
     if env.gpu is not None:
@@ -181,9 +186,9 @@ def build_facts(config: AttentionConfig, env: Environment) -> dict[str, Any]:
         value = env.versions.get(package)
         if value is None:
             continue
-        facts[package] = ABSENT if value == ABSENT else parse_version(value, what=package)
+        facts[package] = ABSENT if value == ABSENT else _version(value, package)
     if env.cudnn_compiled:
-        facts["cudnn_compiled"] = parse_version(env.cudnn_compiled, what="cudnn_compiled")
+        facts["cudnn_compiled"] = _version(env.cudnn_compiled, "cudnn_compiled")
     for key, value in env.env_vars.items():
         facts[f"env:{key}"] = value
     for key, value in env.api.items():
@@ -191,30 +196,56 @@ def build_facts(config: AttentionConfig, env: Environment) -> dict[str, Any]:
     return facts
 
 
+@functools.lru_cache(maxsize=1024)
+def _version(value: str, what: str) -> Any:
+    return parse_version(value, what=what)
+
+
+class _FactCache:
+    """Facts per config and per environment object, so fix trials rebuild only the half they change."""
+
+    def __init__(self) -> None:
+        self.configs: dict[int, tuple[AttentionConfig, dict[str, Any]]] = {}
+        self.envs: dict[int, tuple[Environment, dict[str, Any]]] = {}
+
+    def env(self, env: Environment) -> dict[str, Any]:
+        e = self.envs.get(id(env))
+        if e is None or e[0] is not env:
+            if len(self.envs) > 4096:
+                self.envs.clear()
+            e = self.envs[id(env)] = (env, env_facts(env))
+        return e[1]
+
+    def facts(self, config: AttentionConfig, env: Environment) -> dict[str, Any]:
+        c = self.configs.get(id(config))
+        if c is None or c[0] is not config:
+            c = self.configs[id(config)] = (config, config_facts(config))
+        if len(self.configs) > 4096:
+            self.configs.clear()
+        return {**self.env(env), **c[1]}
+
+
+def build_facts(config: AttentionConfig, env: Environment) -> dict[str, Any]:
+    """The flat map of names the condition language reads; unknown facts are left out."""
+    return {**env_facts(env), **config_facts(config)}
+
+
 class _Memo:
     """Caches a rule's value by the facts it reads, so many configs and fix trials cost little."""
 
     def __init__(self) -> None:
-        self.cache: dict[tuple[Any, ...], Any] = {}
+        self.cache: dict[Rule, dict[tuple[Any, ...], Any]] = {}
 
     def value(self, rule: Rule, facts: dict[str, Any]) -> Any:
-        key = (rule.id,) + tuple(facts.get(n, expr.UNKNOWN) for n in _sorted_names(rule))
+        per_rule = self.cache.get(rule.id)
+        if per_rule is None:
+            per_rule = self.cache[rule.id] = {}
+        key = tuple(map(facts.get, rule.key_names))
         try:
-            return self.cache[key]
+            return per_rule[key]
         except KeyError:
-            result = rule.compiled(facts)
-            self.cache[key] = result
+            result = per_rule[key] = rule.compiled(facts)
             return result
-
-
-_NAMES: dict[str, tuple[str, ...]] = {}
-
-
-def _sorted_names(rule: Rule) -> tuple[str, ...]:
-    names = _NAMES.get(rule.id)
-    if names is None:
-        names = _NAMES[rule.id] = tuple(sorted(rule.names))
-    return names
 
 
 class _Formatter(dict):
@@ -238,16 +269,49 @@ class Evaluator:
 
     def __init__(self, base: RuleBase, *, ignore: Iterable[str] = ()) -> None:
         self.base = base
-        self.memo = _Memo()
         self.ignore = frozenset(ignore)
+        self.memo = _Memo()
+        self.fact_cache = _FactCache()
+        self._values_for: dict[str, Any] | None = None
+        self._values: dict[str, Any] = {}
+        self._rule_ids = [r.id for r in base.rules]
+        self._live: dict[tuple[Any, ...], dict[str, expr.Compiled]] = {}
+
+    def _live_rules(self, env: Environment) -> dict[str, expr.Compiled]:
+        """Each rule with this machine's facts already filled in; rules that cannot apply here are left out.
+
+        Partial evaluation keeps three-valued semantics: what is left reads only config facts (and the machine
+        facts nobody gave), so a batch of configs on one machine, and every fix trial on the same machine,
+        skips the version and arch tests. Keyed by the machine's facts, not the object.
+        """
+        machine = self.fact_cache.env(env)
+        key = tuple(sorted(machine.items(), key=lambda kv: kv[0]))
+        live = self._live.get(key)
+        if live is not None:
+            return live
+        live = {}
+        for rule in self.base.rules:
+            if rule.id in self.ignore:
+                continue
+            rest = expr.residual(rule.predicate, machine)
+            if isinstance(rest, expr.Const):
+                if rest.value is not False:
+                    live[rule.id] = (lambda value: lambda facts: value)(rest.value)
+                continue
+            live[rule.id] = expr.compile_node(rest)
+        if len(self._live) > 256:
+            self._live.clear()
+        self._live[key] = live
+        return live
 
     def findings(self, backend: Backend, config: AttentionConfig, env: Environment,
                  facts: dict[str, Any]) -> list[Finding]:
         out = list(_builtin_findings(backend, env, facts))
+        values = self._values if self._values_for is facts else None
         for rule in self.base.rules_for(backend.id):
             if rule.id in self.ignore:
                 continue
-            value = self.memo.value(rule, facts)
+            value = values[rule.id] if values is not None else self.memo.value(rule, facts)
             if value is False:
                 continue
             if value is True:
@@ -272,9 +336,28 @@ class Evaluator:
             return "depends"
         return "supported"
 
+    def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment) -> str:
+        """The status alone, stopping at the first blocking finding (how fix trials are judged)."""
+        facts = self.fact_cache.facts(config, env)
+        builtin = list(_builtin_findings(backend, env, facts))
+        if builtin:
+            return self.status(backend, builtin)
+        live = self._live_rules(env)
+        unknown = False
+        for rule in self.base.rules_for(backend.id):
+            fn = live.get(rule.id)
+            if fn is None or not rule.blocking:
+                continue
+            value = fn(facts)
+            if value is True:
+                return rule.effect
+            if value is not False:
+                unknown = True
+        return "depends" if unknown else "supported"
+
     def verdict(self, backend: Backend, config: AttentionConfig, env: Environment, *,
                 facts: dict[str, Any] | None = None, search_fix: bool = True) -> Verdict:
-        facts = build_facts(config, env) if facts is None else facts
+        facts = self.fact_cache.facts(config, env) if facts is None else facts
         findings = self.findings(backend, config, env, facts)
         status = self.status(backend, findings)
         plans: list[FixPlan] = []
@@ -310,7 +393,7 @@ class Evaluator:
             if applied is None:
                 continue
             new_config, new_env = applied
-            result = self.verdict(backend, new_config, new_env, search_fix=False).status
+            result = self.quick_status(backend, new_config, new_env)
             if result in ("supported", "depends"):
                 working.append((FixPlan(fixes=_resolved(combo, config, env), result=result), actions))
         if working:
@@ -322,8 +405,13 @@ class Evaluator:
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
-        facts = build_facts(config, env)
+        facts = self.fact_cache.facts(config, env)
+        values = dict.fromkeys(self._rule_ids, False)
+        for rule_id, fn in self._live_rules(env).items():
+            values[rule_id] = fn(facts)
+        self._values_for, self._values = facts, values
         all_verdicts = {b.id: self.verdict(b, config, env, facts=facts) for b in self.base.backends}
+        self._values_for = None
         selections = tuple(self.select(framework, all_verdicts, facts) for framework in self.frameworks())
         return ConfigResult(config=config, all_verdicts=tuple(all_verdicts.values()), selected=selections,
                             shown=tuple(dict.fromkeys(backends)) if backends else None)
@@ -476,7 +564,7 @@ def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig,
                 changes.get("window", list(config.window)) == list(config.window):
             return None
         try:
-            config = replace(config, **changes)
+            config = with_changes(config, changes)
         except UsageError:
             return None
     return config, env

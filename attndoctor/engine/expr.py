@@ -513,8 +513,20 @@ def _arch_version(sm: int) -> Version:
     return Version(str(sm))
 
 
+_CLOSURES: dict[int, tuple[Node, Compiled]] = {}
+
+
 def compile_node(node: Node) -> Compiled:
-    """Turn a checked node into a closure returning a value, UNKNOWN, or False for absent packages."""
+    """Turn a checked node into a closure returning a value, UNKNOWN, or False for absent packages (cached)."""
+    hit = _CLOSURES.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    fn = _compile(node)
+    _CLOSURES[id(node)] = (node, fn)
+    return fn
+
+
+def _compile(node: Node) -> Compiled:
     if isinstance(node, Const):
         value = node.value
         return lambda facts: value

@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from .._toml import load_toml_file
 from ..config import FIELDS
-from ..environment import PACKAGES, parse_version
+from ..environment import PACKAGE_LABELS, PACKAGES, PIP_NAMES, parse_version
 from ..errors import RuleError, UsageError
 from . import expr
 from .ranges import VersionRange
@@ -47,8 +47,6 @@ class Fix:
 
     def describe(self) -> str:
         """One line a user can act on."""
-        from ..environment import PACKAGE_LABELS, PIP_NAMES
-
         if self.kind in ("upgrade", "downgrade"):
             label = PACKAGE_LABELS.get(self.target, self.target)
             bound = f"{self.to} or later" if self.kind == "upgrade" else f"{self.to}"
@@ -103,6 +101,7 @@ class Rule:
     line: int
     predicate: expr.Node = field(compare=False, repr=False)
     names: frozenset[str] = field(compare=False, repr=False)
+    key_names: tuple[str, ...] = field(compare=False, repr=False, default=())
 
     @property
     def compiled(self) -> expr.Compiled:
@@ -229,6 +228,12 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
     from .._toml import _cache_dir
 
     digest = hashlib.blake2b(__version__.encode(), digest_size=16)
+    here = Path(__file__).resolve().parent
+    for module in ("rules.py", "expr.py", "ranges.py"):  # the pickled classes' code is part of the key
+        try:
+            digest.update((here / module).read_bytes())
+        except OSError:
+            return build_rulebase(files, root=folder)
     for path in files:
         digest.update(str(path.relative_to(folder)).encode() + b"\0")
         try:
@@ -519,7 +524,7 @@ def _rule(table: dict[str, Any], file: str, text: str) -> Rule:
         condition_text=table.get("condition") or "", message=message.strip(), symptom=symptom.strip(),
         fixes=fixes, references=references, examples=examples, evidence=evidence,
         notes=str(table.get("notes", "")).strip(), file=file, line=line, predicate=predicate,
-        names=frozenset(expr.free_names(predicate)),
+        names=frozenset(expr.free_names(predicate)), key_names=tuple(sorted(expr.free_names(predicate))),
     )
 
 

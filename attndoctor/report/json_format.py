@@ -30,6 +30,11 @@ def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
     }
 
 
+COMPACT_OVER = 50
+"""Above this many configs the JSON is written compact: the C encoder is 10x faster than the indenting one."""
+
+
 def render_json(report: Report, gate: GateResult) -> str:
-    """Indented JSON text."""
-    return json.dumps(report_document(report, gate), indent=2, default=str) + "\n"
+    """JSON text, indented for a handful of configs and compact for many."""
+    indent = 2 if len(report.results) <= COMPACT_OVER else None
+    return json.dumps(report_document(report, gate), indent=indent, default=str) + "\n"

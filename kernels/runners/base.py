@@ -40,6 +40,8 @@ class Probe:
     ms: float | None = None
     ms_forward: float | None = None
     ms_backward: float | None = None
+    ms_first: float | None = None
+    ms_setup: float | None = None
     warnings: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     version: str = ""
@@ -160,10 +162,13 @@ class KernelRunner(Runner):
         phase = "inputs"
         recorded: list[warnings.WarningMessage] = []
         try:
+            t_setup = time.perf_counter()
             case = context.case(spec, int(request.get("seed", 0)))
             if spec.compares:
                 phase = "reference"
                 reference = data.compute_reference(case, train=spec.train)
+                context.synchronize()
+            result.ms_setup = (time.perf_counter() - t_setup) * 1000.0
             phase = "inputs"
             layout = data.build_layout(case, requires_grad=spec.train)
             with warnings.catch_warnings(record=True) as recorded:
@@ -176,11 +181,13 @@ class KernelRunner(Runner):
                     data.poison_allocator(case.device, outputs + (data.nbytes_of(case.q, case.k, case.v)
                                                                    if spec.train else 0))
                     phase = "forward"
+                    t_first = time.perf_counter()
                     out = call.forward()
                     if spec.train:
                         phase = "backward"
                         call.backward(out)
                     context.synchronize()
+                    result.ms_first = (time.perf_counter() - t_first) * 1000.0
             result.details.update(call.details)
             phase = "compare"
             got = data.canonical(case, out.detach(), call.out_format, "q")

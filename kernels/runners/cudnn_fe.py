@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec import CaseSpec, NotBuilt
-from .base import Call, KernelRunner, NotExpressible, bhsd_to, to_bhsd
+from .base import Call, KernelRunner, bhsd_to, to_bhsd
 
 
 class CudnnFeRunner(KernelRunner):
@@ -37,9 +37,10 @@ class CudnnFeRunner(KernelRunner):
         if getattr(device, "type", str(device)) != "cuda":
             raise NotBuilt("cudnn-frontend runs on CUDA devices only")
         if spec.softcap:
-            raise NotExpressible("cudnn-frontend's sdpa has no softcap argument")
+            raise NotBuilt("softcap needs a score_mod graph (tanh) in cudnn-frontend; not built here")
         if spec.arbitrary:
-            raise NotExpressible("cudnn-frontend's sdpa takes no boolean mask (only an additive bias)")
+            raise NotBuilt("an arbitrary mask needs an additive -inf bias or a score_mod in cudnn-frontend; "
+                           "not built here")
         if spec.bias == "alibi":
             raise NotBuilt("cuDNN's use_alibi_mask computes its own slopes; not compared here")
         if spec.dtype not in ("bf16", "fp16"):
