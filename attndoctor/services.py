@@ -83,7 +83,7 @@ def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, comma
     for rule_id in ignored:
         if base.rule(rule_id) is None:
             raise UsageError(f"ignore: no rule {rule_id!r}; see `attndoctor rules list`")
-    evaluator = Evaluator(base, ignore=ignored)
+    evaluator = Evaluator(base, ignore=ignored, batch=len(configs) > 8)
     results = [evaluator.evaluate(c, env, backends) for c in configs]
     return Report(command=command, environment=env, results=results, rule_count=len(base.rules),
                   rule_files=base.files, ignored=ignored)

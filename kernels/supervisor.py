@@ -244,16 +244,26 @@ class Supervisor:
     def probe(self, backend: str, config: Mapping[str, Any], *, seed: int = 0, repeats: int = 0,
               timeout: float | None = None) -> dict[str, Any]:
         """Run one probe; never raises for what the probe does (crash, hang, CUDA error become `crashed`)."""
+        return self._request(backend, {"op": "probe", "backend": backend, "config": dict(config), "seed": seed,
+                                       "repeats": repeats}, timeout)
+
+    def bench(self, backend: str, config: Mapping[str, Any], *, seed: int = 0,
+              options: Mapping[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """Time one backend on one config in the worker (runners' `bench`); like `probe`, never raises for what
+        the kernel does."""
+        return self._request(backend, {"op": "bench", "backend": backend, "config": dict(config), "seed": seed,
+                                       "options": dict(options or {})}, timeout)
+
+    def _request(self, backend: str, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         limit = self.timeout if timeout is None else float(timeout)
         started = time.perf_counter()
         try:
             self.start()
         except WorkerError as exc:
             return _crashed(backend, f"worker start failed: {exc}", started)
-        started = time.perf_counter()  # the round trip counts the probe, not the worker's start
+        started = time.perf_counter()  # the round trip counts the request, not the worker's start
         try:
-            reply = self._call({"op": "probe", "backend": backend, "config": dict(config), "seed": seed,
-                                "repeats": repeats}, limit)
+            reply = self._call(message, limit)
         except TimeoutError:
             self._drop()
             result = _crashed(backend, f"timed out after {limit:g} s (the worker was killed and restarted)",

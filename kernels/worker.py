@@ -5,7 +5,9 @@ whether attndoctor is installed or only on PYTHONPATH. Library output never reac
 channel is a private copy of stdout, and file descriptor 1 is pointed at stderr before any library loads.
 
 Requests: {"id": n, "op": "inventory", "backends": [...]}, {"id": n, "op": "prepare"},
-{"id": n, "op": "probe", "backend": b, "config": {...}, "seed": s, "repeats": r}, {"op": "exit"}.
+{"id": n, "op": "probe", "backend": b, "config": {...}, "seed": s, "repeats": r},
+{"id": n, "op": "bench", "backend": b, "config": {...}, "seed": s, "options": {runs, max_runs, budget_ms, graphs,
+sets}}, {"op": "exit"}.
 After a CUDA error the worker replies, then exits: the context is poisoned, the parent starts a fresh one.
 """
 
@@ -88,6 +90,13 @@ class WorkerContext:
             return (stop - start) * 1000.0
         return float(start.elapsed_time(stop))
 
+    def drop_case(self) -> None:
+        """Forget the cached probe case (bench builds its own input sets) and give its memory back."""
+        if self._case is not None:
+            self._case = None
+            self._case_key = None
+            self.free()
+
     def release(self) -> None:
         """After a probe: nothing to do but let the probe's tensors go (the case stays cached)."""
 
@@ -165,6 +174,18 @@ def serve(inp: TextIO, out: TextIO, runners: dict[str, Any], context: WorkerCont
                     result = runner.probe(request, context)
                 send({"id": rid, "result": result.to_dict()})
                 if result.restart:
+                    return EXIT_AFTER_CUDA_ERROR
+            elif op == "bench":
+                from .runners.base import BenchResult
+
+                backend = request.get("backend")
+                runner = runners.get(backend)
+                if runner is None:
+                    timed = BenchResult(str(backend), "skipped", phase="setup", error=f"no runner for {backend!r}")
+                else:
+                    timed = runner.bench(request, context)
+                send({"id": rid, "result": timed.to_dict()})
+                if timed.restart:
                     return EXIT_AFTER_CUDA_ERROR
             else:
                 send({"id": rid, "error": f"unknown op {op!r}"})

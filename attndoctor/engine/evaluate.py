@@ -267,8 +267,10 @@ def _message(rule: Rule, facts: dict[str, Any]) -> str:
 class Evaluator:
     """Evaluates configs against one RuleBase; holds the cache shared across configs."""
 
-    def __init__(self, base: RuleBase, *, ignore: Iterable[str] = ()) -> None:
+    def __init__(self, base: RuleBase, *, ignore: Iterable[str] = (), batch: bool = False) -> None:
         self.base = base
+        self.batch = batch
+        """Many configs on one machine: pre-evaluate the machine's facts into every rule once (see _live_rules)."""
         self.ignore = frozenset(ignore)
         self.memo = _Memo()
         self.fact_cache = _FactCache()
@@ -342,13 +344,18 @@ class Evaluator:
         builtin = list(_builtin_findings(backend, env, facts))
         if builtin:
             return self.status(backend, builtin)
-        live = self._live_rules(env)
+        live = self._live_rules(env) if self.batch else None
         unknown = False
         for rule in self.base.rules_for(backend.id):
-            fn = live.get(rule.id)
-            if fn is None or not rule.blocking:
+            if not rule.blocking or rule.id in self.ignore:
                 continue
-            value = fn(facts)
+            if live is None:
+                value = self.memo.value(rule, facts)
+            else:
+                fn = live.get(rule.id)
+                if fn is None:
+                    continue
+                value = fn(facts)
             if value is True:
                 return rule.effect
             if value is not False:
@@ -406,9 +413,12 @@ class Evaluator:
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
         facts = self.fact_cache.facts(config, env)
-        values = dict.fromkeys(self._rule_ids, False)
-        for rule_id, fn in self._live_rules(env).items():
-            values[rule_id] = fn(facts)
+        if self.batch:
+            values = dict.fromkeys(self._rule_ids, False)
+            for rule_id, fn in self._live_rules(env).items():
+                values[rule_id] = fn(facts)
+        else:
+            values = {r.id: self.memo.value(r, facts) for r in self.base.rules}
         self._values_for, self._values = facts, values
         all_verdicts = {b.id: self.verdict(b, config, env, facts=facts) for b in self.base.backends}
         self._values_for = None

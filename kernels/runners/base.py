@@ -1,9 +1,10 @@
 """The one interface every backend runner has, and the probe flow that the real (torch) runners share.
 
-A runner answers two questions: is my library here (`installed`), and what happens when I run this config
-(`probe`). Real runners only say how to call their library (`prepare` returns a `Call`); the shared flow builds
-the inputs, poisons the outputs, runs forward and backward under a warnings recorder, compares with the float64
-reference, times the kernel, and turns any exception into an outcome class.
+A runner answers three questions: is my library here (`installed`), what happens when I run this config
+(`probe`), and how fast is it (`bench`). Real runners only say how to call their library (`prepare` returns a
+`Call`); the shared flows build the inputs, poison the outputs, run forward and backward under a warnings recorder,
+compare with the float64 reference (probe) or time forward and forward+backward on rotating input sets (bench,
+through ..timing), and turn any exception into an outcome class.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.metadata
 import time
 import traceback
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -90,6 +92,37 @@ class Runner:
 
     def probe(self, request: Mapping[str, Any], context: Any) -> Probe:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def bench(self, request: Mapping[str, Any], context: Any) -> "BenchResult":
+        """Time this backend on the request's config; runners that cannot time say so (`skipped`)."""
+        return BenchResult(self.backend, outcomes.SKIPPED, phase="setup", error="this runner does not time")
+
+
+@dataclass
+class BenchResult:
+    """What one timed backend measured; `to_dict` is what the worker sends back. `forward` and `train` (forward
+    plus backward, timed as one region) are timing.summarize() dicts; memory is the peak allocated over what was
+    allocated before the call, in bytes (None off CUDA)."""
+
+    backend: str
+    outcome: str
+    phase: str = ""
+    error: str = ""
+    version: str = ""
+    mode: str = ""  # graph | eager
+    mode_note: str = ""
+    sets: int = 0
+    forward: dict[str, float] | None = None
+    train: dict[str, float] | None = None
+    mem_forward: int | None = None
+    mem_train: int | None = None
+    set_bytes: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    restart: bool = False
+    wall_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -259,6 +292,126 @@ class KernelRunner(Runner):
         result.ms_forward = _median(fwd)
         result.ms_backward = _median(bwd) if bwd else None
         result.ms = result.ms_forward + (result.ms_backward or 0.0)
+
+
+    # ---------------------------------------------------------------- bench
+
+    def bench(self, request: Mapping[str, Any], context: Any) -> BenchResult:
+        start = time.perf_counter()
+        result = self._bench(request, context)
+        result.wall_ms = (time.perf_counter() - start) * 1000.0
+        return result
+
+    def _bench(self, request: Mapping[str, Any], context: Any) -> BenchResult:
+        """Forward (and forward+backward when training) timed on rotating input sets, CUDA graphs where the calls
+        can be captured, peak memory of one call; the output of the first call is checked to be finite."""
+        ok, version = self.installed()
+        if not ok:
+            return BenchResult(self.backend, outcomes.NOT_INSTALLED, phase="import", error=version)
+        try:
+            spec = case_spec(request["config"])
+            self.check(spec, context.device)
+        except (NotBuilt, ValueError) as exc:
+            return BenchResult(self.backend, outcomes.SKIPPED, phase="setup", error=str(exc), version=version)
+        except NotExpressible as exc:
+            return BenchResult(self.backend, outcomes.REJECTED, phase="setup", error=str(exc), version=version)
+        from .. import data, timing
+
+        options = dict(request.get("options") or {})
+        min_runs = max(1, int(options.get("runs", 20)))
+        max_runs = max(min_runs, int(options.get("max_runs", 100)))
+        budget = float(options.get("budget_ms", 100.0))
+        graphs = str(options.get("graphs", "auto"))
+        seed = int(request.get("seed", 0))
+        device = context.device
+        result = BenchResult(self.backend, outcomes.OK, version=version)
+        phase = "inputs"
+        sets: list[tuple[Any, Any, Call]] = []
+        try:
+            drop = getattr(context, "drop_case", None)
+            if drop is not None:
+                drop()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with self.context_manager(spec):
+                    def new_set(i: int) -> tuple[Any, Any, Call]:
+                        case = data.make_case(spec, device, zlib.crc32(f"{seed}:{i}".encode()) & 0x7FFFFFFF)
+                        layout = data.build_layout(case, requires_grad=spec.train)
+                        return case, layout, self.prepare(case, layout)
+
+                    phase = "setup"
+                    sets.append(new_set(0))
+                    case0, layout0, call0 = sets[0]
+                    out_bytes = data.nbytes_of(case0.dout)
+                    in_bytes = data.nbytes_of(*layout0.leaves)
+                    set_bytes = in_bytes + out_bytes + ((in_bytes + out_bytes) if spec.train else 0)
+                    n = int(options.get("sets") or 0) or timing.input_sets_needed(set_bytes, timing.l2_bytes(device))
+                    phase = "inputs"
+                    sets.extend(new_set(i) for i in range(1, n))
+                    result.sets, result.set_bytes = n, set_bytes
+                    phase = "forward"
+                    out = call0.forward()
+                    if spec.train:
+                        phase = "backward"
+                        call0.backward(out)
+                    timing.synchronize(device)
+                    got = data.canonical(case0, out.detach(), call0.out_format, "q")
+                    if not data.finite(got, case0.q_rows):
+                        result.outcome, result.phase = outcomes.WRONG_RESULTS, "check"
+                        result.error = "the output holds NaN or inf on rows that have keys to attend to"
+                        return result
+                    del out, got
+                    call0.reset()
+                    forwards = [c.forward for _, _, c in sets]
+                    trains = [(lambda c=c: c.backward(c.forward())) for _, _, c in sets]
+                    resets = [c.reset for _, _, c in sets]
+                    phase = "memory"
+                    result.mem_forward = timing.peak_memory(forwards[0], device)
+                    if spec.train:
+                        result.mem_train = timing.peak_memory(trains[0], device)
+                        call0.reset()
+                    phase = "capture"
+                    mode, note = "eager", "not a CUDA device"
+                    fwd_calls, train_calls, train_resets = forwards, trains, resets
+                    if graphs == "off":
+                        note = "CUDA graphs off"
+                    elif timing.is_cuda(device):
+                        try:
+                            fwd_calls = timing.capture(forwards, device).calls
+                            if spec.train:
+                                train_calls = timing.capture(trains, device, resets=resets).calls
+                                train_resets = []
+                            mode, note = "graph", ""
+                        except Exception as exc:  # noqa: BLE001 - fall back to eager, say why
+                            timing.synchronize(device)  # a sticky CUDA error raises here: crashed, restart
+                            fwd_calls, train_calls, train_resets = forwards, trains, resets
+                            for reset in resets:
+                                reset()
+                            note = "CUDA graph capture failed, timed eagerly: " + outcomes.error_text(exc, limit=300)
+                    result.mode, result.mode_note = mode, note
+                    phase = "timing forward"
+                    result.forward = timing.summarize(timing.time_calls(
+                        fwd_calls, device, min_runs=min_runs, max_runs=max_runs, budget_ms=budget))
+                    if spec.train:
+                        phase = "timing forward+backward"
+                        result.train = timing.summarize(timing.time_calls(
+                            train_calls, device, resets=train_resets, min_runs=min_runs, max_runs=max_runs,
+                            budget_ms=budget))
+            result.phase = "done"
+        except Exception as exc:  # noqa: BLE001 - every failure of the library is an observation
+            outcome, restart = outcomes.classify_exception(exc, library_modules=self.library_modules)
+            result.outcome, result.restart, result.phase = outcome, restart, phase
+            result.error = outcomes.error_text(exc)
+            if outcome == outcomes.CRASHED and not restart:
+                result.details["traceback"] = "".join(traceback.format_exception(exc)[-6:])[-2000:]
+        finally:
+            sets.clear()
+            if not result.restart:
+                try:
+                    context.free()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+        return result
 
 
 def _median(values: list[float]) -> float:
