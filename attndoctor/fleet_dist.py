@@ -108,11 +108,12 @@ def run_fleet(configs: Sequence[AttentionConfig], *, render: Callable[[dict[str,
         render(doc)
         return int(doc["gate"]["exit_code"])
 
-    if not launch.distributed:
+    if launch.world_size == 1:
         payload = answer()
         if payload["error"]:
             raise UsageError(payload["error"])
-        return report([payload], "none (a world of 1: not started under torchrun or srun)")
+        return report([payload], "none: a world of 1" + ("" if launch.distributed else
+                                                           " (not started under torchrun or srun)"))
     return gather_answers(launch, answer, report, rank_timeout=rank_timeout,
                           code_timeout=rank_timeout + probe_timeout + 60.0)
 

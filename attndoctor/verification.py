@@ -226,30 +226,30 @@ def torch_installed() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def require_gpu(env: Environment) -> None:
-    """verify needs torch and a CUDA GPU that torch can use; one line otherwise (exit 2)."""
+def require_gpu(env: Environment, command: str = "verify") -> None:
+    """verify and bench need torch and a CUDA GPU that torch can use; one line otherwise (exit 2)."""
     if not torch_installed():
-        raise UsageError("verify runs the real kernels and needs PyTorch, which is not installed here "
+        raise UsageError(f"{command} runs the real kernels and needs PyTorch, which is not installed here "
                          "(use `attndoctor check` or `explain` on this machine)")
     if "torch" in env.import_errors:
-        raise UsageError(f"verify needs PyTorch, which does not import here: {env.import_errors['torch']}")
+        raise UsageError(f"{command} needs PyTorch, which does not import here: {env.import_errors['torch']}")
     if env.no_gpu:
-        raise UsageError("verify runs the real kernels and needs an NVIDIA GPU; this machine has none "
+        raise UsageError(f"{command} runs the real kernels and needs an NVIDIA GPU; this machine has none "
                          "(use `attndoctor check` or `explain`)")
     if env.torch_cuda_available is False:
-        raise UsageError("verify needs a GPU that torch can use, but torch.cuda.is_available() is False here")
+        raise UsageError(f"{command} needs a GPU that torch can use, but torch.cuda.is_available() is False here")
 
 
-def verify_device(env: Environment) -> str:
-    """The device verify runs on: cuda (checked: exit 2 without torch or a GPU), or what ATTNDOCTOR_VERIFY_DEVICE
-    says (cpu runs torch's CPU kernels: for tests and debugging)."""
+def verify_device(env: Environment, command: str = "verify") -> str:
+    """The device verify (or bench) runs on: cuda (checked: exit 2 without torch or a GPU), or what
+    ATTNDOCTOR_VERIFY_DEVICE says (cpu runs torch's CPU kernels: for tests and debugging)."""
     import os
 
     device = os.environ.get("ATTNDOCTOR_VERIFY_DEVICE", "cuda")
     if device == "cuda":
-        require_gpu(env)
+        require_gpu(env, command)
     elif not torch_installed():
-        raise UsageError("verify runs the real kernels and needs PyTorch, which is not installed here")
+        raise UsageError(f"{command} runs the real kernels and needs PyTorch, which is not installed here")
     return device
 
 
@@ -421,13 +421,13 @@ def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list
     return out
 
 
-def stderr_progress() -> tuple[ProgressFn, Callable[[], None]]:
+def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], None]]:
     """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
     if sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
         bar.start()
         task = bar.add_task("", total=None)
@@ -444,7 +444,7 @@ def stderr_progress() -> tuple[ProgressFn, Callable[[], None]]:
         config = what.split(" · ")[0]
         if config != state["last"]:
             state["last"] = config
-            sys.stderr.write(f"verify [{done}/{total}] {config}\n")
+            sys.stderr.write(f"{label} [{done}/{total}] {config}\n")
             sys.stderr.flush()
 
     return update_plain, lambda: None

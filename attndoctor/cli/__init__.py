@@ -8,8 +8,10 @@ from typing import Sequence
 import typer
 
 from .. import __version__
+from .bench import bench
 from .check import check
 from .explain import explain
+from .fleet import fleet
 from .rules_cmd import rules_app
 from .verify import verify
 
@@ -39,6 +41,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 app.command("check")(check)
 app.command("explain")(explain)
 app.command("verify")(verify)
+app.command("fleet")(fleet)
+app.command("bench")(bench)
 app.add_typer(rules_app, name="rules")
 
 

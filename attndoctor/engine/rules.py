@@ -220,28 +220,26 @@ def load_rulebase(directory: str | None = None) -> RuleBase:
 
 def _cached(files: list[Path], folder: Path) -> RuleBase:
     """A validated RuleBase, reused from a pickle in the user's cache while no rule file (or attndoctor) changed."""
-    import hashlib
     import os
     import pickle
+    import zlib
 
     from .. import __version__
     from .._toml import _cache_dir
 
-    digest = hashlib.blake2b(__version__.encode(), digest_size=16)
+    # The key: attndoctor's version, the code of the pickled classes, and every rule file (name, size, CRC-32).
+    parts = [__version__.encode()]
     here = Path(__file__).resolve().parent
-    for module in ("rules.py", "expr.py", "ranges.py"):  # the pickled classes' code is part of the key
+    sources = [here / m for m in ("rules.py", "expr.py", "ranges.py")] + files
+    for path in sources:
         try:
-            digest.update((here / module).read_bytes())
+            data = path.read_bytes()
         except OSError:
             return build_rulebase(files, root=folder)
-    for path in files:
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
-        try:
-            digest.update(path.read_bytes())
-        except OSError:
-            return build_rulebase(files, root=folder)
+        parts.append(f"{path.name}:{len(data)}:{zlib.crc32(data):08x}".encode())
+    key = zlib.crc32(b"|".join(parts))
     cache = _cache_dir()
-    target = cache.parent / f"rulebase-{digest.hexdigest()}.pickle" if cache else None
+    target = cache.parent / f"rulebase-{key:08x}-{len(b''.join(parts))}.pickle" if cache else None
     if target is not None:
         try:
             with open(target, "rb") as handle:

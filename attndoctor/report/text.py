@@ -189,6 +189,10 @@ def render_matrix(console: Console, report: Report) -> None:
     missing = [b for b in backends if b not in installed]
     if missing:
         console.print(Text(f"  not installed here: {', '.join(missing)}", style="dim"))
+    if not installed:
+        console.print(Text("  nothing here can run attention kernels: install torch (pip install torch), or ask "
+                           "about another machine with `attndoctor explain --gpu H100 --torch 2.11 ...`",
+                           style="yellow"))
     console.print(Text("  ✓ runs   ✗ refused   ⚠ wrong results   ? depends on a fact not given", style="dim"))
     console.print()
     grouped: dict[tuple[str, str], tuple[Verdict, Finding, list[str]]] = {}

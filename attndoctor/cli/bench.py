@@ -1,0 +1,44 @@
+"""`attndoctor bench`: time every backend that can run the config on this GPU (in the isolated worker) and
+recommend the fastest, with the code that selects it and the framework's default beside it."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from ..errors import UsageError
+from .common import handle_errors, plan
+from .options import with_groups
+
+
+@with_groups("config", "output")
+@handle_errors
+def bench(*, runs: int = typer.Option(20, "--runs", help="Least timed runs per measurement (median reported)."),
+          graphs: bool = typer.Option(True, "--cuda-graphs/--no-cuda-graphs", help="Time CUDA graph replays where "
+                                      "a backend can be captured (else eager, said per backend)."),
+          sets: int = typer.Option(0, "--sets", help="Input sets rotated (0: enough to defeat the L2 cache)."),
+          timeout: float = typer.Option(300.0, "--timeout", help="Seconds allowed per backend and config."),
+          seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),
+          config: dict[str, Any], output: dict[str, Any]) -> None:
+    """Time forward (and forward+backward when training) of each supported, installed backend: ms, TFLOP/s, % of
+    the GPU's peak, spread, peak memory; recommend the fastest and compare it with the framework's default."""
+    from ..bench import run_bench
+    from ..probe import probe
+    from ..report.bench_text import write_bench
+    from ..verification import stderr_progress, verify_device
+
+    if output.get("format", "text") not in ("text", "json") or timeout <= 0 or runs < 1 or sets < 0:
+        raise UsageError("bench takes --format text|json, a positive --timeout, --runs of at least 1, --sets >= 0")
+    configs, _ = plan(config, {}, default_bundled=True)
+    environment = probe()
+    device = verify_device(environment, "bench")
+    update, close = stderr_progress("bench")
+    try:
+        report = run_bench(configs, environment, backends=output.get("backend"), timeout=timeout, seed=seed,
+                           options={"runs": runs, "graphs": "auto" if graphs else "off", "sets": sets},
+                           rules_dir=output.get("rules_dir"), progress=update, device=device)
+    finally:
+        close()
+    write_bench(report, fmt=output.get("format", "text"), target=output.get("output_file"))
+    raise typer.Exit(1 if report.untimed else 0)

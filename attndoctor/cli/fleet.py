@@ -1,0 +1,39 @@
+"""`attndoctor fleet`: every rank of a torchrun/srun job probes itself; rank 0 reports what differs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from ..errors import UsageError
+from .common import handle_errors, plan
+from .options import with_groups
+
+
+@with_groups("config", "output")
+@handle_errors
+def fleet(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allowed for each probe step on each rank."),
+          rank_timeout: float = typer.Option(120.0, "--rank-timeout", help="Seconds to wait for the ranks to meet, "
+                                             "and for every rank's answer; a rank that does not answer is reported."),
+          config: dict[str, Any], output: dict[str, Any]) -> None:
+    """Check every rank of a job (start it with torchrun or srun): ranks grouped by identical GPU, driver, libraries
+    and NVTE_*/CUDNN_* variables, what differs, the backends they would select, and whether each context-parallel
+    config fits the world. Exit 1 on every rank when the selected backends differ or a config does not fit."""
+    from ..fleet_dist import FleetFailure, run_fleet
+    from ..report.fleet_text import write_fleet
+
+    fmt = output.get("format", "text")
+    if fmt not in ("text", "json") or timeout <= 0 or rank_timeout <= 0:
+        raise UsageError("fleet takes --format text|json and a positive --timeout and --rank-timeout")
+    configs, project = plan(config, {}, default_bundled=True)
+    try:
+        code = run_fleet(configs, probe_timeout=timeout, rank_timeout=rank_timeout, backends=output.get("backend"),
+                         rules_dir=output.get("rules_dir"), ignore=project.ignore,
+                         render=lambda doc: write_fleet(doc, fmt=fmt, target=output.get("output_file"),
+                                                        details=bool(output.get("details"))))
+    except FleetFailure as exc:
+        sys.stderr.write(f"attndoctor: fleet: {exc}\n")
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
