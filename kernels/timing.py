@@ -20,6 +20,10 @@ from typing import Any, Callable, Sequence
 WARMUP_MIN = 3
 WARMUP_MS = 25.0
 L2_FALLBACK_BYTES = 50 * 1024 * 1024
+NOISY_IQR = 0.01
+"""A measurement whose interquartile range exceeds this share of its median gets more runs (up to max_runs, within
+EXTRA_BUDGETS times the budget): its median is less certain."""
+EXTRA_BUDGETS = 4.0
 """Used when the device does not report its L2 size (the H100's is 50 MiB)."""
 
 
@@ -98,20 +102,25 @@ def wall_once(fn: Callable[[], Any], device: Any) -> float:
     return (time.perf_counter() - t0) * 1000.0
 
 
-def peak_memory(fn: Callable[[], Any], device: Any) -> int | None:
-    """Bytes the call allocated at its peak over what was allocated before (torch.cuda.max_memory_allocated
-    delta); None off CUDA."""
+def memory_mark(device: Any) -> int | None:
+    """Start watching the peak: reset torch's peak counter and return what is allocated now (None off CUDA)."""
     if not is_cuda(device):
-        fn()
         return None
     import torch
 
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
-    base = torch.cuda.memory_allocated(device)
-    fn()
+    return int(torch.cuda.memory_allocated(device))
+
+
+def memory_peak_since(device: Any, mark: int | None) -> int | None:
+    """torch.cuda.max_memory_allocated() since `memory_mark`, over what was allocated then, in bytes."""
+    if mark is None or not is_cuda(device):
+        return None
+    import torch
+
     torch.cuda.synchronize(device)
-    return int(torch.cuda.max_memory_allocated(device) - base)
+    return int(torch.cuda.max_memory_allocated(device) - mark)
 
 
 @dataclass
@@ -157,10 +166,9 @@ def capture(calls: Sequence[Callable[[], Any]], device: Any, *, resets: Sequence
 def time_calls(calls: Sequence[Callable[[], Any]], device: Any, *, resets: Sequence[Callable[[], None]] = (),
                min_runs: int = 20, max_runs: int = 100, budget_ms: float = 100.0) -> list[float]:
     """Per-run times in ms, rotating through `calls` (one per input set): warm-up, then at least `min_runs` runs,
-    each between its own CUDA events, enqueued back to back and read after one synchronisation. `resets[i]` (host
-    work, such as dropping gradients) runs before call i, outside the events."""
-    import time
-
+    each between its own CUDA events, enqueued back to back and read after one synchronisation; a noisy result
+    (NOISY_IQR) gets a second batch. `resets[i]` (host work, such as dropping gradients) runs before call i,
+    outside the events."""
     n = len(calls)
 
     def run(i: int) -> None:
@@ -174,6 +182,18 @@ def time_calls(calls: Sequence[Callable[[], Any]], device: Any, *, resets: Seque
         run(i)
     synchronize(device)
     runs = runs_for(estimate, min_runs=min_runs, max_runs=max_runs, budget_ms=budget_ms)
+    samples = _timed(calls, device, resets, runs)
+    extra = min(max_runs - runs, int(EXTRA_BUDGETS * budget_ms / max(estimate, 1e-3)))
+    if extra > 0 and summarize(samples)["iqr_rel"] > NOISY_IQR:
+        samples += _timed(calls, device, resets, extra, offset=runs)
+    return samples
+
+
+def _timed(calls: Sequence[Callable[[], Any]], device: Any, resets: Sequence[Callable[[], None]], runs: int,
+           offset: int = 0) -> list[float]:
+    import time
+
+    n = len(calls)
     if is_cuda(device):
         import torch
 
@@ -181,17 +201,17 @@ def time_calls(calls: Sequence[Callable[[], Any]], device: Any, *, resets: Seque
         stops = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
         for i in range(runs):
             if resets:
-                resets[i % n]()
+                resets[(offset + i) % n]()
             starts[i].record()
-            calls[i % n]()
+            calls[(offset + i) % n]()
             stops[i].record()
         torch.cuda.synchronize(device)
         return [float(a.elapsed_time(b)) for a, b in zip(starts, stops)]
     out = []
     for i in range(runs):
         if resets:
-            resets[i % n]()
+            resets[(offset + i) % n]()
         t0 = time.perf_counter()
-        calls[i % n]()
+        calls[(offset + i) % n]()
         out.append((time.perf_counter() - t0) * 1000.0)
     return out

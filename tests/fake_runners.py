@@ -11,7 +11,7 @@ import sys
 import time
 
 from attndoctor_kernels.outcomes import classify_exception, error_text
-from attndoctor_kernels.runners.base import Probe, Runner
+from attndoctor_kernels.runners.base import BenchResult, Probe, Runner
 
 
 class Fake(Runner):
@@ -47,6 +47,17 @@ class Fake(Runner):
                 return Probe(self.backend, outcome, phase="forward", error=error_text(exc), restart=restart,
                              details={"pid": os.getpid()})
         return Probe(self.backend, "ok", phase="done", details={"pid": os.getpid(), "seed": request.get("seed")})
+
+    def bench(self, request, context):  # noqa: ANN001
+        """The same planted actions; an ok bench reports made-up timings (1 ms forward, 3 ms forward+backward)."""
+        probe = self.probe(request, context)
+        if probe.outcome != "ok":
+            return BenchResult(self.backend, probe.outcome, phase=probe.phase, error=probe.error,
+                               restart=probe.restart, details=probe.details)
+        stats = {"median_ms": 1.0, "p10_ms": 0.99, "p25_ms": 0.995, "p75_ms": 1.005, "p90_ms": 1.01, "min_ms": 0.98,
+                 "runs": 20, "iqr_rel": 0.01, "spread_rel": 0.02}
+        return BenchResult(self.backend, "ok", phase="done", mode="eager", sets=2, forward=stats,
+                           train={**stats, "median_ms": 3.0}, details=probe.details)
 
 
 RUNNERS = {f"fake-{a}": Fake(f"fake-{a}", a) for a in ("ok", "abort", "hang", "exit", "print", "bug", "cuda-error",

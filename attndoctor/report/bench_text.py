@@ -110,7 +110,7 @@ def _config_table(result: ConfigBench) -> Table:
                _ms(m.get("forward")), _tflops(m.get("forward"))]
         if train:
             row += [_ms(m.get("forward_backward")), _tflops(m.get("forward_backward"))]
-        mem = m.get("mem_train") if train else m.get("mem_forward")
+        mem = m.get("mem_peak")
         row += [_spread(stats), _mem(mem), _bar(metric_ms(m, metric), best), notes]
         table.add_row(*row)
     return table

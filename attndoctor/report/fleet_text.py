@@ -99,9 +99,10 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
     if doc["differences"]:
         console.print()
         console.print(Text("What differs between the groups", style="bold"))
+        width = max(len(d["label"]) for d in doc["differences"])
         for d in doc["differences"]:
             values = "   ".join(f"{gid}: {_value(v, d['field'])}" for gid, v in d["values"].items())
-            console.print(f"  {d['label']:<24} {values}")
+            console.print(f"  {d['label']:<{width}}   {values}")
 
     errors = [r for r in doc["ranks"] if r.get("answered") and r.get("error")]
     for r in errors:

@@ -101,8 +101,9 @@ class Runner:
 @dataclass
 class BenchResult:
     """What one timed backend measured; `to_dict` is what the worker sends back. `forward` and `train` (forward
-    plus backward, timed as one region) are timing.summarize() dicts; memory is the peak allocated over what was
-    allocated before the call, in bytes (None off CUDA)."""
+    plus backward, timed as one region) are timing.summarize() dicts; `mem_peak` is torch.cuda.max_memory_allocated()
+    during the backend's setup (`prepare`: preallocated outputs, workspaces) and its first call (forward, plus
+    backward when training) over what the inputs took before it, in bytes (None off CUDA)."""
 
     backend: str
     outcome: str
@@ -114,8 +115,7 @@ class BenchResult:
     sets: int = 0
     forward: dict[str, float] | None = None
     train: dict[str, float] | None = None
-    mem_forward: int | None = None
-    mem_train: int | None = None
+    mem_peak: int | None = None
     set_bytes: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
     restart: bool = False
@@ -334,26 +334,32 @@ class KernelRunner(Runner):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 with self.context_manager(spec):
-                    def new_set(i: int) -> tuple[Any, Any, Call]:
+                    def new_inputs(i: int) -> tuple[Any, Any]:
                         case = data.make_case(spec, device, zlib.crc32(f"{seed}:{i}".encode()) & 0x7FFFFFFF)
-                        layout = data.build_layout(case, requires_grad=spec.train)
+                        return case, data.build_layout(case, requires_grad=spec.train)
+
+                    def new_set(i: int) -> tuple[Any, Any, Call]:
+                        case, layout = new_inputs(i)
                         return case, layout, self.prepare(case, layout)
 
+                    case0, layout0 = new_inputs(0)
                     phase = "setup"
-                    sets.append(new_set(0))
-                    case0, layout0, call0 = sets[0]
+                    mark = timing.memory_mark(device)
+                    call0 = self.prepare(case0, layout0)
+                    sets.append((case0, layout0, call0))
                     out_bytes = data.nbytes_of(case0.dout)
                     in_bytes = data.nbytes_of(*layout0.leaves)
                     set_bytes = in_bytes + out_bytes + ((in_bytes + out_bytes) if spec.train else 0)
                     n = int(options.get("sets") or 0) or timing.input_sets_needed(set_bytes, timing.l2_bytes(device))
-                    phase = "inputs"
-                    sets.extend(new_set(i) for i in range(1, n))
-                    result.sets, result.set_bytes = n, set_bytes
                     phase = "forward"
                     out = call0.forward()
                     if spec.train:
                         phase = "backward"
                         call0.backward(out)
+                    result.mem_peak = timing.memory_peak_since(device, mark)
+                    phase = "inputs"
+                    sets.extend(new_set(i) for i in range(1, n))
+                    result.sets, result.set_bytes = n, set_bytes
                     timing.synchronize(device)
                     got = data.canonical(case0, out.detach(), call0.out_format, "q")
                     if not data.finite(got, case0.q_rows):
@@ -365,11 +371,6 @@ class KernelRunner(Runner):
                     forwards = [c.forward for _, _, c in sets]
                     trains = [(lambda c=c: c.backward(c.forward())) for _, _, c in sets]
                     resets = [c.reset for _, _, c in sets]
-                    phase = "memory"
-                    result.mem_forward = timing.peak_memory(forwards[0], device)
-                    if spec.train:
-                        result.mem_train = timing.peak_memory(trains[0], device)
-                        call0.reset()
                     phase = "capture"
                     mode, note = "eager", "not a CUDA device"
                     fwd_calls, train_calls, train_resets = forwards, trains, resets

@@ -174,7 +174,12 @@ class CudnnFeRunner(KernelRunner):
             fpack[st] = stats
         fws = build(fg)
 
+        def bind() -> None:
+            """Run on the caller's current stream (a CUDA graph capture runs on a side stream)."""
+            cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
+
         def forward() -> Any:
+            bind()
             fg.execute(fpack, fws, handle=handle)
             return o_buf
 
@@ -224,6 +229,7 @@ class CudnnFeRunner(KernelRunner):
         bws = build(bg)
 
         def backward(out: Any) -> None:
+            bind()
             bg.execute(bpack, bws, handle=handle)
 
         def grads() -> tuple[tuple[Any, str, str], ...]:
