@@ -375,7 +375,8 @@ def fleet_document(*, launch: Mapping[str, Any], payloads: Sequence[Mapping[str,
         ranks.append({"rank": r, "answered": True, "group": rank_group.get(r), "local_rank": p.get("local_rank"),
                       "host": p.get("host"), "pid": p.get("pid"), "device": p.get("device"),
                       "environment_source": (p.get("environment") or {}).get("source"),
-                      "fingerprint": p.get("fingerprint"), "selected": [res["selected"] for res in p.get("results", [])],
+                      "fingerprint": p.get("fingerprint"),
+                      "selected": [res["selected"] for res in p.get("results", [])],
                       "error": p.get("error"), "seconds": p.get("seconds")})
     hosts = list(dict.fromkeys(p.get("host") for p in answered if p.get("host")))
     return {

@@ -33,6 +33,10 @@ ACK_SECONDS = 10.0
 """How long rank 0 keeps the store up for the other ranks to read the exit code (it hosts it under srun)."""
 
 
+LET_RANK_0_EXIT = 1.0
+"""Seconds a rank with a failing exit code waits after rank 0 is done, so that rank 0 exits first."""
+
+
 class FleetFailure(RuntimeError):
     """The ranks could not meet or rank 0 did not report: one line, exit 1 on this rank."""
 
@@ -165,11 +169,14 @@ def gather_answers(launch: Launch, answer: Callable[[], dict[str, Any]],
             keys.set("exit_code", str(code))
             answered = [f"done/{r}" for r in range(1, world) if payloads[r] is not None]
             _wait_for(keys, answered, time.monotonic() + ACK_SECONDS)
+            keys.set("closing", "1")
             return code
         if not _wait_for(keys, ["exit_code"], time.monotonic() + code_timeout):
             raise FleetFailure(f"rank {rank}: rank 0 did not report within {code_timeout:g} s")
         code = int(keys.get("exit_code"))
         keys.set(f"done/{rank}", "1")
+        if code:
+            _let_rank_0_exit_first(keys)
         return code
     except FleetFailure:
         raise
@@ -180,6 +187,16 @@ def gather_answers(launch: Launch, answer: Callable[[], dict[str, Any]],
             dist.destroy_process_group()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _let_rank_0_exit_first(keys: Any) -> None:
+    """torchrun stops every other rank when one exits non-zero, and names the first as the root cause: with a
+    failing code, the other ranks leave rank 0 (which printed the report) a moment to exit first."""
+    try:
+        _wait_for(keys, ["closing"], time.monotonic() + ACK_SECONDS)
+    except Exception:  # noqa: BLE001 - rank 0 gone with its store: it has exited already
+        return
+    time.sleep(LET_RANK_0_EXIT)
 
 
 def _wait_for(store: Any, names: Sequence[str], deadline: float) -> bool:

@@ -349,3 +349,27 @@ def test_summarize_and_the_sizing_rules():
     assert runs_for(0.01, min_runs=20, max_runs=100, budget_ms=100) == 100
     assert runs_for(50.0, min_runs=20, max_runs=100, budget_ms=100) == 20
     assert runs_for(2.0, min_runs=20, max_runs=100, budget_ms=100) == 50
+
+
+def test_time_calls_rotates_sets_and_extends_a_noisy_measurement():
+    import time as _time
+
+    from attndoctor_kernels.timing import time_calls
+
+    seen = []
+
+    def steady(i):
+        return lambda: seen.append(i)
+
+    samples = time_calls([steady(0), steady(1), steady(2)], "cpu", min_runs=6, max_runs=50, budget_ms=0)
+    assert len(samples) == 6, "no budget for more: the least runs"
+    assert set(seen) == {0, 1, 2}, "runs rotate among the input sets"
+    state = {"n": 0}
+
+    def noisy():
+        state["n"] += 1
+        if state["n"] % 2:
+            _time.sleep(0.002)
+
+    samples = time_calls([noisy], "cpu", min_runs=6, max_runs=20, budget_ms=1000)
+    assert len(samples) == 20, "a noisy median gets a second batch, up to max_runs"

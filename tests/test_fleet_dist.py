@@ -167,3 +167,17 @@ def test_torchrun_two_processes_on_cpu_lists_two_ranks():
     doc = json.loads(proc.stdout)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1] and all(r["answered"] for r in doc["ranks"])
     assert doc["world"]["launcher"] == "torchrun" and len(doc["groups"]) == 1
+
+
+@pytest.mark.skipif(torchrun_path() is None, reason="torchrun not installed")
+def test_torchrun_mismatch_exits_1_with_the_whole_report():
+    # NVTE_FUSED_ATTN=0 on rank 1 only, through the wrapper that benchmarks/fleet_gpu.sh uses on the GPUs
+    env = clean_env(PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+                    PYTHON=sys.executable, ATTNDOCTOR_FLEET_ENV_FILE=str(FIXTURE))
+    proc = subprocess.run([torchrun_path(), "--nproc-per-node", "2", "--master-port", str(free_port()),
+                           "--no-python", str(ROOT / "benchmarks" / "fleet_rank_env.sh"), "1", "NVTE_FUSED_ATTN=0",
+                           "fleet", *TE_ARGS, "--format", "json"],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["gate"]["exit_code"] == 1 and len(doc["mismatches"]["selected"]) == 1

@@ -103,7 +103,9 @@ def test_000_padding_v_enables_flash_attention_not_fused():
     r = evaluate(MLA_TRAIN, env_000("2.5"))
     flash = r.verdict("te-flash")
     assert flash.status == "unsupported" and "TE-FLASH-MLA" in applied(flash)
-    assert [(f.kind, f.target, f.to) for f in flash.fix.fixes] == [("change", "hdim_v", 192)]
+    offered = [[(f.kind, f.target, f.to) for f in p.fixes] for p in plans(flash)]
+    assert [("change", "hdim_v", 192)] in offered and [("upgrade", "te", "2.17.0")] in offered
+    assert offered[0] == [("upgrade", "te", "2.17.0")]  # upgrades rank before config workarounds
     # ... and it is not offered for te-fused, which still needs cuDNN 9.5 for head dim 192 backward.
     assert not any(f.target == "hdim_v" for p in plans(r.verdict("te-fused")) for f in p.fixes)
     padded = evaluate(dict(MLA_TRAIN, hdim_v=192), env_000("2.5"))

@@ -26,8 +26,9 @@ DEFAULT_SURFACE = {"unsupported": "dispatch", "api-mismatch": "runtime", "wrong-
                    "slow": "dispatch", "info": "dispatch"}
 EVIDENCE = ("source", "observed", "inferred")
 FIX_KINDS = ("upgrade", "downgrade", "change", "set", "unset")
-FIX_RANK = {"set": 0, "unset": 0, "change": 1, "upgrade": 2, "downgrade": 3}
-"""Smaller is cheaper: an environment switch before a config change before a package change."""
+FIX_RANK = {"set": 0, "unset": 0, "upgrade": 1, "change": 2, "downgrade": 3}
+"""Smaller is cheaper: an environment switch, then an upgrade (the remedy upstream intends), then a config
+workaround (padding, a layout change), then a downgrade."""
 CHANGEABLE = tuple(v for v in expr.CONFIG_VARIABLES if v not in ("qkv_format",))
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -72,7 +72,8 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
     hosts = world.get("hosts") or []
     head = Text()
     head.append(f"attndoctor {__version__}", style="bold")
-    head.append(f" · fleet · {size} rank{'s' if size != 1 else ''} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}")
+    plural = "s" if len(hosts) != 1 else ""
+    head.append(f" · fleet · {size} rank{'s' if size != 1 else ''} on {len(hosts)} host{plural}")
     launcher = world.get("launcher")
     head.append(f" ({launcher})" if launcher != "single" else "")
     if world.get("seconds") is not None:
@@ -126,8 +127,9 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
                            style="bold red"))
         for m in mismatches["selected"]:
             console.print(f"  {m['config']}")
-            picks = "; ".join(f"{v['backend'] or 'nothing'}{'' if v['status'] == 'selected' else ' (' + v['status'] + ')'}"
-                              f" on {who(v['ranks'])}" for v in m["values"])
+            picks = "; ".join(f"{v['backend'] or 'nothing'}"
+                              + ("" if v["status"] == "selected" else f" ({v['status']})")
+                              + f" on {who(v['ranks'])}" for v in m["values"])
             console.print(f"    {m['framework']}: {picks}")
     elif answered > 1:
         console.print()
