@@ -383,8 +383,12 @@ def compute_reference(case: CaseData, *, train: bool) -> dict[str, torch.Tensor]
 # ---------------------------------------------------------------- comparison
 
 
-def relative_error(x: torch.Tensor | None, ref: torch.Tensor, rows: torch.Tensor) -> float:
-    """max|x - ref| / max|ref| over the compared rows (B, S); inf when x is missing or has NaN/inf there."""
+def relative_error(x: torch.Tensor | None, ref: torch.Tensor, rows: torch.Tensor, floor: float = 0.0) -> float:
+    """max|x - ref| / max(max|ref|, floor) over the compared rows (B, S); inf when x is missing or has NaN/inf.
+
+    `floor` keeps a reference that is exactly zero in exact arithmetic (dq and dk when each query sees a single
+    key: the softmax is constant) from turning rounding noise into an enormous relative error.
+    """
     if x is None:
         return float("inf")
     if x.shape != ref.shape:
@@ -398,7 +402,13 @@ def relative_error(x: torch.Tensor | None, ref: torch.Tensor, rows: torch.Tensor
     values = torch.cat((worst, bad.to(torch.float64).view(1))).tolist()  # one sync
     if values[2] or values[0] != values[0]:
         return float("inf")
-    return values[0] / max(values[1], 1e-30)
+    return values[0] / max(values[1], floor, 1e-30)
+
+
+def gradient_floor(reference: dict[str, torch.Tensor], fraction: float = 1e-2) -> float:
+    """A scale below which a gradient reference counts as zero: a fraction of the largest gradient's magnitude."""
+    scales = [float(reference[n].abs().amax()) for n in ("dq", "dk", "dv") if n in reference]
+    return fraction * max(scales) if scales else 0.0
 
 
 def finite(x: torch.Tensor | None, rows: torch.Tensor) -> bool:

@@ -461,3 +461,15 @@ def test_every_backend_id_has_a_runner():
 
 def test_kernel_runner_is_the_shared_flow():
     assert all(isinstance(r, KernelRunner) for r in builtin_runners().values())
+
+
+def test_a_zero_gradient_reference_does_not_inflate_the_error():
+    torch = pytest.importorskip("torch")
+    from attndoctor_kernels import data
+
+    rows = torch.ones(1, 4, dtype=torch.bool)
+    ref = torch.zeros(1, 4, 2, 8, dtype=torch.float64)
+    noise = torch.full((1, 4, 2, 8), 1e-7)
+    assert data.relative_error(noise, ref, rows) > 1e20
+    assert data.relative_error(noise, ref, rows, floor=1e-2) < 1e-4
+    assert data.gradient_floor({"dq": ref, "dk": ref, "dv": torch.ones(1, 4, 2, 8, dtype=torch.float64)}) == 1e-2

@@ -232,10 +232,11 @@ class KernelRunner(Runner):
             if spec.train:
                 grads = call.grads()
                 names = ("dq", "dk", "dv")
+                floor = data.gradient_floor(reference) if spec.compares else 0.0
                 for name, (g, fmt, which), rows in zip(names, grads, (rows_q, rows_kv, rows_kv)):
                     g = None if g is None else data.canonical(case, g.detach(), fmt, which)
                     if spec.compares:
-                        result.errors[name] = data.relative_error(g, reference[name], rows)
+                        result.errors[name] = data.relative_error(g, reference[name], rows, floor)
                     elif g is None or not data.finite(g, rows):
                         result.errors[name] = float("inf")
             worst = max(result.errors.values()) if result.errors else None
