@@ -30,7 +30,7 @@ PIP_NAMES = {
 ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
 
 
-def parse_version(value: Any, *, what: str = "version") -> Version:
+def parse_version(value: Any, *, what: str = "version", strict: bool = False) -> Version:
     """A PEP 440 version; pre-release, dev and local parts count as their release (NGC's 2.5.0a0+nv24.10 is 2.5.0).
 
     Post-releases are kept: TransformerEngine's accepted flash-attn range ends at 2.8.3, and 2.8.3.post1 lies
@@ -40,7 +40,7 @@ def parse_version(value: Any, *, what: str = "version") -> Version:
     try:
         parsed = Version(text)
     except InvalidVersion:
-        match = re.match(r"^\s*(\d+(?:\.\d+){0,3})", text)
+        match = None if strict else re.match(r"^\s*(\d+(?:\.\d+){0,3})", text)
         if not match:
             raise UsageError(f"{what}: {text!r} is not a version; expected e.g. 9.5.0 or 2.11.0+cu130") from None
         parsed = Version(match.group(1))
@@ -149,7 +149,7 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
             if package not in PACKAGES:
                 raise UsageError(f"{where}: versions: unknown package {package!r}; accepted: {', '.join(PACKAGES)}")
             if value != ABSENT:
-                parse_version(value, what=f"{where}: versions.{package}")
+                parse_version(value, what=f"{where}: versions.{package}", strict=True)
         gpus = []
         for i, g in enumerate(data.get("gpus") or []):
             if not isinstance(g, Mapping) or not isinstance(g.get("name"), str):
@@ -244,7 +244,7 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             if text.lower() in ("none", "absent", "no", "-"):
                 env.versions[name] = ABSENT
             else:
-                env.versions[name] = str(parse_version(text, what=f"--{name.replace('_', '-')}"))
+                env.versions[name] = str(parse_version(text, what=f"--{name.replace('_', '-')}", strict=True))
         elif name == "env_vars":
             if not isinstance(value, Mapping):
                 raise UsageError("env_vars: expected NAME=VALUE pairs")
