@@ -195,3 +195,16 @@ def test_rules_matrix_is_generated_from_the_rules(cli):
     assert code == 0 and md.count("\n|") > 20
     code, _, err = cli("rules", "matrix", "--gpu", "nope")
     assert code == 2 and "unknown GPU" in err
+
+
+def test_depends_verdicts_say_where_they_run(cli):
+    code, out, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--backend", "te-fused",
+                       "--format", "json")
+    where = {w["gpu"]: w for w in json.loads(out)["results"][0]["verdicts"][0]["runs_where"]}
+    hopper = next(w for g, w in where.items() if g.startswith("H100"))
+    blackwell = next(w for g, w in where.items() if g.startswith("B200"))
+    ampere = next(w for g, w in where.items() if g.startswith("A100"))
+    assert hopper["swept"] == "cudnn" and hopper["text"] == "≥9.5"
+    assert blackwell["text"] == "≥9.11" and ampere["text"] == "✗"
+    code, text, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--backend", "te-fused")
+    assert "runs on" in text and "cudnn ≥9.5" in text and "not on A100" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import re
@@ -74,6 +75,8 @@ class Verdict:
     findings: tuple[Finding, ...]
     fix: FixPlan | None = None
     alternatives: tuple[FixPlan, ...] = ()
+    where: tuple[Any, ...] = ()
+    """For a `depends` verdict: per reference GPU, the releases of the deciding package that do not refuse it."""
 
     @property
     def supported(self) -> bool | None:
@@ -98,6 +101,7 @@ class Verdict:
             "status": self.status, "findings": [f.to_dict() for f in self.findings],
             "missing": list(self.missing), "fix": self.fix.to_dict() if self.fix else None,
             "alternatives": [a.to_dict() for a in self.alternatives],
+            "runs_where": [w.to_dict() for w in self.where],
         }
 
 
@@ -370,8 +374,15 @@ class Evaluator:
         plans: list[FixPlan] = []
         if search_fix and status in BLOCKING:
             plans = self._fixes(backend, config, env, [f for f in findings if f.blocking and f.applies is True])
-        return Verdict(backend=backend, status=status, findings=tuple(findings),
-                       fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
+        verdict = Verdict(backend=backend, status=status, findings=tuple(findings),
+                          fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
+        if search_fix and status == "depends" and not self.batch:
+            from .where import where_it_runs
+
+            places = where_it_runs(self, verdict, config, env)
+            if places and any(p.swept for p in places) or env.sm is None:
+                verdict = dataclasses.replace(verdict, where=places)
+        return verdict
 
     def _fixes(self, backend: Backend, config: AttentionConfig, env: Environment,
                blocking: list[Finding]) -> list[FixPlan]:

@@ -95,13 +95,28 @@ def _finding_line(f: Finding) -> Text:
     return line
 
 
+MAX_CONDITIONS = 3
+"""A `depends` verdict shows this many of its open conditions; the rest are in --format json."""
+
+
 def _why(v: Verdict) -> Text:
     shown = [f for f in v.findings if f.blocking] or [f for f in v.findings if f.effect in ("slow", "info")]
     text = Text()
-    for i, f in enumerate(shown):
+    if v.status == "depends" and v.where:
+        from ..engine.where import describe_where
+
+        text.append("runs on ", style="yellow")
+        text.append(describe_where(v.where), style="yellow")
+        text.append("\n")
+    open_ = [f for f in shown if f.applies is None]
+    definite = [f for f in shown if f.applies is not None]
+    listed = definite + open_[:MAX_CONDITIONS]
+    for i, f in enumerate(listed):
         if i:
             text.append("\n")
         text.append_text(_finding_line(f))
+    if len(open_) > MAX_CONDITIONS:
+        text.append(f"\n… and {len(open_) - MAX_CONDITIONS} more conditions (--format json lists them)", style="dim")
     if v.status == "depends" and v.missing:
         text.append("\n")
         text.append(f"depends on: {', '.join(v.missing)}", style="yellow")

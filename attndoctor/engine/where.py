@@ -1,0 +1,86 @@
+"""Where a `depends` verdict would run: per reference GPU, the releases of the deciding package that are not refused.
+
+When the machine is not given, a verdict can depend on a dozen version and arch facts. Listing every condition is
+true but not an answer; sweeping the one package that decides the backend on a few reference GPUs, with the other
+packages at recent releases (or as given), says it the way a user asks: "te-fused: H100 with cuDNN ≥ 9.5".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import DTYPES, AttentionConfig, with_changes
+from ..environment import Environment
+from .evaluate import Evaluator, Verdict
+from .matrix import RECENT, RELEASES, _flash_attn_for, _ranges
+
+REFERENCE_GPUS: tuple[str, ...] = ("A100", "L40S", "H100", "B200")
+"""Ampere, Ada, Hopper, Blackwell: one GPU per architecture that attention backends tell apart."""
+SWEEP: dict[str, tuple[str, ...]] = {
+    "te-fused": ("cudnn", "te"), "cudnn-fe": ("cudnn", "cudnn_frontend"), "sdpa-cudnn": ("torch", "cudnn"),
+    "te-flash": ("te", "flash_attn"), "te-unfused": ("te",), "sdpa-flash": ("torch",), "sdpa-efficient": ("torch",),
+    "sdpa-math": ("torch",), "flash-attn-2": ("flash_attn",), "flash-attn-3": ("flash_attn_3",),
+    "flash-attn-4": ("flash_attn_4",),
+}
+"""For each backend, the packages whose version decides it, most deciding first: the first one not given is swept."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """On one GPU: the swept package's releases that are not refused ('' when nothing needed sweeping)."""
+
+    gpu: str
+    sm: int
+    swept: str
+    versions: tuple[str, ...]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "sm": self.sm, "swept": self.swept, "versions": list(self.versions),
+                "text": self.text}
+
+
+def where_it_runs(evaluator: Evaluator, verdict: Verdict, config: AttentionConfig,
+                  env: Environment) -> tuple[Where, ...]:
+    """For a `depends` verdict: per reference GPU (or the given one), the releases that do not refuse the config."""
+    if verdict.status != "depends":
+        return ()
+    backend = verdict.backend
+    axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
+    gpus = (env.gpu,) if env.sm is not None else REFERENCE_GPUS
+    # An unknown dtype is split into its cases: no single rule sees that fp32 and fp16 are each refused elsewhere.
+    variants = [config] if config.dtype is not None else [with_changes(config, {"dtype": d}) for d in DTYPES]
+    out = []
+    for gpu in gpus:
+        base = env
+        if env.sm is None:
+            from ..environment import environment_from_flags
+
+            base = environment_from_flags({"gpu": gpu}, base=env)
+        # The other deciding packages are held at recent releases; packages that do not decide stay unknown.
+        held = [p for p in SWEEP.get(backend.id, ()) if p != axis and base.versions.get(p) is None]
+        for package in held:
+            base = base.with_version(package, RECENT[package])
+        releases = RELEASES.get(axis, ()) if axis else ("",)
+        possible = []
+        for version in releases:
+            trial = base.with_version(axis, version) if axis else base
+            if axis == "te" and "flash_attn" in held:
+                trial = trial.with_version("flash_attn", _flash_attn_for(version))
+            if any(evaluator.quick_status(backend, c, trial) in ("supported", "depends") for c in variants):
+                possible.append(version)
+        text = _ranges(possible, releases) if axis else ("✓" if possible else "✗")
+        out.append(Where(gpu=base.gpu or gpu, sm=base.sm or 0, swept=axis, versions=tuple(possible), text=text))
+    return tuple(out)
+
+
+def describe_where(places: tuple[Where, ...]) -> str:
+    """One line: 'H100 SXM: cudnn ≥9.5 · B200: cudnn ≥9.11 · not on A100 80GB, L40S'."""
+    runs = [p for p in places if p.text != "✗"]
+    never = [p.gpu for p in places if p.text == "✗"]
+    parts = [f"{p.gpu}" + (f": {p.swept} {p.text}" if p.swept and p.text != "✓" else "") for p in runs]
+    line = " · ".join(parts)
+    if never:
+        line += (" · " if line else "") + "not on " + ", ".join(never)
+    return line
