@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from attndoctor.cli import main
 from attndoctor.engine.rules import load_rulebase
+from attndoctor.environment import environment_from_flags
 
 BACKENDS = """
 [[backend]]
@@ -148,3 +150,23 @@ def toy_dir(tmp_path: Path) -> Path:
 def toy_base(toy_dir: Path):
     load_rulebase.cache_clear()
     return load_rulebase(str(toy_dir))
+
+
+@pytest.fixture()
+def cli(capsys):
+    """Run the command line in-process: (exit code, stdout, stderr)."""
+    def run(*args):
+        with pytest.raises(SystemExit) as info:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return info.value.code, out, err
+    return run
+
+
+def fake_probe(monkeypatch, **facts):
+    """Make `probe()` answer a machine with torch 2.6 and nothing else installed, plus the given facts."""
+    env = environment_from_flags({"torch": "2.6.0", "cudnn": "none", "te": "none", "flash_attn": "none",
+                                  "flash_attn_3": "none", "flash_attn_4": "none", "cudnn_frontend": "none", **facts})
+    env.source = "probe"
+    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0: env)
+    return env

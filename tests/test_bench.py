@@ -11,7 +11,7 @@ import pytest
 
 from attndoctor.bench import (BenchReport, FlopCount, annotate, attention_flops, default_pick, gpu_facts,
                               mask_fraction, peak_percent, recommend, run_bench, tflops)
-from attndoctor.cli import main
+from conftest import fake_probe
 from attndoctor.config import make_config
 from attndoctor.engine.evaluate import Selection
 from attndoctor.environment import environment_from_flags
@@ -230,27 +230,9 @@ def test_text_report_shows_bars_the_selection_code_and_the_default(tmp_path):
 # ---------------------------------------------------------------- CLI
 
 
-@pytest.fixture()
-def cli(capsys):
-    def run(*args):
-        with pytest.raises(SystemExit) as info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return info.value.code, out, err
-    return run
-
-
-def _probe(monkeypatch, **facts):
-    env = environment_from_flags({"torch": "2.6.0", "cudnn": "none", "te": "none", "flash_attn": "none",
-                                  "flash_attn_3": "none", "flash_attn_4": "none", "cudnn_frontend": "none", **facts})
-    env.source = "probe"
-    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0: env)
-    return env
-
-
 def test_bench_without_gpu_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.delenv("ATTNDOCTOR_VERIFY_DEVICE", raising=False)
-    env = _probe(monkeypatch)
+    env = fake_probe(monkeypatch)
     env.no_gpu = True
     monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: True)
     code, out, err = cli("bench", "--seqlen", "64")
@@ -260,14 +242,14 @@ def test_bench_without_gpu_is_one_line_exit_2(cli, monkeypatch):
 
 def test_bench_without_torch_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.delenv("ATTNDOCTOR_VERIFY_DEVICE", raising=False)
-    _probe(monkeypatch)
+    fake_probe(monkeypatch)
     monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: False)
     code, out, err = cli("bench")
     assert code == 2 and out == "" and err.count("\n") == 1 and "needs PyTorch" in err
 
 
 def test_bench_rejects_bad_options(cli, monkeypatch):
-    _probe(monkeypatch)
+    fake_probe(monkeypatch)
     for args, word in ((("--runs", "0"), "--runs"), (("--format", "sarif"), "--format"),
                        (("--timeout", "0"), "--timeout")):
         code, _, err = cli("bench", *args)
@@ -316,7 +298,7 @@ def test_a_crashing_kernel_does_not_take_bench_down():
 
 def test_bench_on_the_cpu_end_to_end(cli, monkeypatch):
     pytest.importorskip("torch")
-    _probe(monkeypatch, gpu="H100")
+    fake_probe(monkeypatch, gpu="H100")
     monkeypatch.setenv("ATTNDOCTOR_VERIFY_DEVICE", "cpu")
     args = ["bench", "--heads", "4", "--kv-heads", "2", "--seqlen", "32", "--hdim", "16", "--dtype", "fp32",
             "--train", "--causal", "--backend", "sdpa-math", "--runs", "3", "--seed", "5"]

@@ -6,22 +6,11 @@ import json
 
 import pytest
 
-from attndoctor.cli import main
 from attndoctor.environment import environment_from_flags
 
 TE_CASE = ["explain", "--hdim", "192", "--hdim-v", "128", "--seqlen", "4096", "--heads", "16", "--dtype", "bf16",
            "--train", "--causal", "--layout", "bshd", "--gpu", "H100", "--te", "2.5", "--backend", "te-fused",
            "--format", "json"]
-
-
-@pytest.fixture()
-def cli(capsys):
-    def run(*args):
-        with pytest.raises(SystemExit) as info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return info.value.code, out, err
-    return run
 
 
 def te_fused(cli, *extra):

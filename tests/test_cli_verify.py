@@ -7,30 +7,11 @@ import json
 
 import pytest
 
-from attndoctor.cli import main
-from attndoctor.environment import environment_from_flags
-
-
-@pytest.fixture()
-def cli(capsys):
-    def run(*args):
-        with pytest.raises(SystemExit) as info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return info.value.code, out, err
-    return run
-
-
-def _probe(monkeypatch, **facts):
-    env = environment_from_flags({"torch": "2.6.0", "cudnn": "none", "te": "none", "flash_attn": "none",
-                                  "flash_attn_3": "none", "flash_attn_4": "none", "cudnn_frontend": "none", **facts})
-    env.source = "probe"
-    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0: env)
-    return env
+from conftest import fake_probe
 
 
 def test_verify_without_torch_is_one_line_exit_2(cli, monkeypatch):
-    _probe(monkeypatch)
+    fake_probe(monkeypatch)
     monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: False)
     code, out, err = cli("verify")
     assert code == 2 and out == ""
@@ -38,7 +19,7 @@ def test_verify_without_torch_is_one_line_exit_2(cli, monkeypatch):
 
 
 def test_verify_without_gpu_is_one_line_exit_2(cli, monkeypatch):
-    env = _probe(monkeypatch)
+    env = fake_probe(monkeypatch)
     env.no_gpu = True
     monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: True)
     code, out, err = cli("verify", "--seqlen", "64")
@@ -46,7 +27,7 @@ def test_verify_without_gpu_is_one_line_exit_2(cli, monkeypatch):
 
 
 def test_verify_rejects_bad_options(cli, monkeypatch):
-    _probe(monkeypatch)
+    fake_probe(monkeypatch)
     code, _, err = cli("verify", "--timeout", "0")
     assert code == 2 and "--timeout" in err
     code, _, err = cli("verify", "--format", "sarif")
@@ -55,7 +36,7 @@ def test_verify_rejects_bad_options(cli, monkeypatch):
 
 def test_verify_on_the_cpu_end_to_end(cli, monkeypatch, tmp_path):
     pytest.importorskip("torch")
-    _probe(monkeypatch, gpu="H100")
+    fake_probe(monkeypatch, gpu="H100")
     monkeypatch.setenv("ATTNDOCTOR_VERIFY_DEVICE", "cpu")
     record = tmp_path / "obs.jsonl"
     args = ["verify", "--heads", "4", "--kv-heads", "2", "--seqlen", "32", "--hdim", "16", "--dtype", "fp32",

@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from attndoctor.cli import main
 
 FAILING = ["explain", "--hdim", "192", "--hdim-v", "128", "--seqlen", "4096", "--heads", "16", "--dtype", "bf16",
            "--train", "--causal", "--gpu", "H100", "--te", "2.5", "--cudnn", "9.1.0", "--flash-attn", "2.7.3",
@@ -18,16 +17,9 @@ WRONG = ["explain", "--heads", "16", "--kv-heads", "1", "--hdim", "64", "--seqle
          "--flash-attn", "2.6.3", "--infer"]
 
 
-@pytest.fixture()
-def cli(capsys, monkeypatch, tmp_path):
+@pytest.fixture(autouse=True)
+def job_summary(monkeypatch, tmp_path):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
-
-    def run(*args):
-        with pytest.raises(SystemExit) as info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return info.value.code, out, err
-    return run
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "junit", "sarif", "github"])
