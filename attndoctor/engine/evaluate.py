@@ -248,8 +248,28 @@ class _Memo:
         try:
             return per_rule[key]
         except KeyError:
-            result = per_rule[key] = rule.compiled(facts)
+            result = per_rule[key] = False if _outside_when(rule, facts) else rule.compiled(facts)
             return result
+
+
+def _outside_when(rule: Rule, facts: dict[str, Any]) -> bool:
+    """True when a known version or arch lies outside the rule's `when` ranges: no need to compile the rest."""
+    for name, spec in rule.when.items():
+        value = facts.get(name)
+        if value is None:
+            continue
+        if value == ABSENT:
+            return True
+        if not spec.contains(_arch(value) if name == "sm" else value):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _arch(sm: int) -> Any:
+    from packaging.version import Version
+
+    return Version(str(sm))
 
 
 class _Formatter(dict):
