@@ -21,6 +21,9 @@ from .torch_info import arch_supported, probe_torch
 
 __all__ = ["probe"]
 
+NVML_HEAD_START = 2.0
+"""Seconds the other steps wait for NVML, whose answer lets the torch step skip CUDA initialisation."""
+
 _SUBPROCESS_MARGIN = 0.5
 """Seconds a subprocess's timeout stays below the probe's, so that the step reports its own timeout."""
 
@@ -44,9 +47,15 @@ def _probe(env: Environment, timeout: float) -> None:
     packages = _guard(env, "packages", package_versions)
     versions = dict(packages.versions) if packages is not None else {}
 
+    # NVML answers in milliseconds; when it names the GPU, the torch step need not create a CUDA context (the
+    # slowest part of asking torch about the device).
+    nvml = Part("nvml", probe_nvml).start()
+    nvml.wait(min(deadline, time.monotonic() + NVML_HEAD_START))
+    nvml_knows_gpu = nvml.done and nvml.error is None and nvml.result is not None and nvml.result[0].sm is not None
     parts = [
-        Part("nvml", probe_nvml),
-        Part("torch", lambda: probe_torch(sub, installed_version=versions.get("torch"))),
+        nvml,
+        Part("torch", lambda: probe_torch(sub, installed_version=versions.get("torch"),
+                                          query_device=not nvml_knows_gpu)),
         Part("cudnn", lambda: probe_cudnn_library(sub)),
         Part("api", lambda: probe_api(versions)),
     ]
@@ -55,7 +64,7 @@ def _probe(env: Environment, timeout: float) -> None:
         if packages is None or versions.get(fact) == ABSENT:
             continue
         parts.append(Part(f"import {module}", _import_job(fact, module, sub, versions.get(fact))))
-    for part in parts:
+    for part in parts[1:]:
         part.start()
 
     results: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 
 from ..environment import ABSENT, Environment
@@ -11,6 +12,7 @@ from .cudnn_lib import cudnn_version_text
 
 TORCH_SNIPPET = r"""
 import json
+import sys
 import torch
 out = {"torch": str(torch.__version__), "cuda": getattr(torch.version, "cuda", None),
        "hip": getattr(torch.version, "hip", None)}
@@ -26,7 +28,7 @@ attempt("cudnn_compiled", lambda: list(torch._C._cudnn.getCompileVersion()))
 attempt("cuda_available", lambda: bool(torch.cuda.is_available()))
 # get_arch_list() is empty without a usable GPU; the build's flags are there all the same.
 attempt("arch_list", lambda: (torch._C._cuda_getArchFlags() or "").split())
-if out.get("cuda_available"):
+if out.get("cuda_available") and "device" in sys.argv[1:]:
     attempt("capability", lambda: list(torch.cuda.get_device_capability(0)))
     attempt("device_name", lambda: str(torch.cuda.get_device_name(0)))
 print(MARKER + json.dumps(out))
@@ -45,9 +47,10 @@ def torch_installed() -> bool:
     return distribution_version("torch") is not None
 
 
-def probe_torch(timeout: float, *, installed_version: str | None = None) -> Environment:
+def probe_torch(timeout: float, *, installed_version: str | None = None, query_device: bool = True) -> Environment:
     """A partial Environment: versions torch/cuda/cudnn, torch_arch_list, torch_cuda_available, cudnn_compiled,
-    import_errors["torch"], notes; gpu/sm from torch's device 0 when it has one. Never raises."""
+    import_errors["torch"], notes; gpu/sm from torch's device 0 when `query_device` (it creates a CUDA context,
+    so it is skipped when NVML already named the GPU). Never raises."""
     env = Environment(source="probe")
     if installed_version == ABSENT or (installed_version is None and not torch_installed()):
         env.versions["torch"] = ABSENT
@@ -55,7 +58,9 @@ def probe_torch(timeout: float, *, installed_version: str | None = None) -> Envi
     if installed_version:
         env.versions["torch"] = installed_version
     label = f"torch {installed_version}" if installed_version else "torch"
-    result = run_python(TORCH_SNIPPET, timeout=timeout)
+    # NVML-based is_available() needs no CUDA driver initialisation (PyTorch reads this variable).
+    child = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1")
+    result = run_python(TORCH_SNIPPET, ["device"] if query_device else [], timeout=timeout, env=child)
     data = result.payload()
     if result.timed_out:
         env.notes.append(note("torch", "warning", f"import torch did not finish within {timeout:.0f} s; "
