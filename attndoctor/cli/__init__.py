@@ -8,12 +8,12 @@ from typing import Sequence
 import typer
 
 from .. import __version__
-from .bench import bench
-from .check import check
-from .explain import explain
-from .fleet import fleet
-from .rules_cmd import rules_app
-from .verify import verify
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "check"), "explain": ("explain", "explain"), "verify": ("verify", "verify"),
+    "fleet": ("fleet", "fleet"), "bench": ("bench", "bench"), "rules": ("rules_cmd", "rules_app"),
+}
+"""Command name -> (module in this package, attribute): a run imports and builds only the command it runs."""
 
 
 def _version(value: bool) -> None:
@@ -22,28 +22,38 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-app = typer.Typer(
-    name="attndoctor",
-    help="Which attention backends will run your attention config on your GPU and library versions, "
-         "why the others refuse, and the smallest fix.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
+def build_app(only: str | None = None) -> typer.Typer:
+    """The Typer app with every command, or with just `only` (what a normal run needs: faster start)."""
+    import importlib
+
+    app = typer.Typer(
+        name="attndoctor",
+        help="Which attention backends will run your attention config on your GPU and library versions, "
+             "why the others refuse, and the smallest fix.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_show_locals=False,
+    )
+
+    @app.callback()
+    def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                           help="Print the version and exit.")) -> None:
+        """attndoctor."""
+
+    for name, (module, attribute) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        target = getattr(importlib.import_module(f".{module}", __name__), attribute)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=name)
+        else:
+            app.command(name)(target)
+    return app
 
 
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """attndoctor."""
-
-
-app.command("check")(check)
-app.command("explain")(explain)
-app.command("verify")(verify)
-app.command("fleet")(fleet)
-app.command("bench")(bench)
-app.add_typer(rules_app, name="rules")
+def _command_of(args: Sequence[str]) -> str | None:
+    """The command a command line runs, when it names one first (options before it mean: build everything)."""
+    return args[0] if args and args[0] in COMMANDS else None
 
 
 def _usage_error_types() -> tuple[type[BaseException], ...]:
@@ -58,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: typer's own usage errors become one line and exit 2, like ours."""
     click_errors = _usage_error_types()
     try:
-        code = app(args=list(argv) if argv is not None else None, prog_name="attndoctor", standalone_mode=False)
+        args = list(sys.argv[1:] if argv is None else argv)
+        code = build_app(_command_of(args))(args=args, prog_name="attndoctor", standalone_mode=False)
     except click_errors as exc:
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         sys.stderr.write(f"attndoctor: error: {message}\n")
