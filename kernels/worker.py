@@ -165,27 +165,18 @@ def serve(inp: TextIO, out: TextIO, runners: dict[str, Any], context: WorkerCont
                 send({"id": rid, "inventory": _inventory(runners, list(request.get("backends") or runners))})
             elif op == "prepare":
                 send({"id": rid, "info": _prepare(context)})
-            elif op == "probe":
-                backend = request.get("backend")
-                runner = runners.get(backend)
-                if runner is None:
-                    result = Probe(str(backend), "skipped", phase="setup", error=f"no runner for {backend!r}")
-                else:
-                    result = runner.probe(request, context)
-                send({"id": rid, "result": result.to_dict()})
-                if result.restart:
-                    return EXIT_AFTER_CUDA_ERROR
-            elif op == "bench":
+            elif op in ("probe", "bench"):
                 from .runners.base import BenchResult
 
                 backend = request.get("backend")
                 runner = runners.get(backend)
                 if runner is None:
-                    timed = BenchResult(str(backend), "skipped", phase="setup", error=f"no runner for {backend!r}")
+                    kind = Probe if op == "probe" else BenchResult
+                    result = kind(str(backend), "skipped", phase="setup", error=f"no runner for {backend!r}")
                 else:
-                    timed = runner.bench(request, context)
-                send({"id": rid, "result": timed.to_dict()})
-                if timed.restart:
+                    result = getattr(runner, op)(request, context)
+                send({"id": rid, "result": result.to_dict()})
+                if result.restart:
                     return EXIT_AFTER_CUDA_ERROR
             else:
                 send({"id": rid, "error": f"unknown op {op!r}"})
