@@ -48,8 +48,21 @@ ENV_OPTIONS: list[tuple[str, str, str]] = [
 ]
 
 
+METAVARS = {
+    "batch": "N", "heads": "N", "kv_heads": "N", "seqlen": "N", "seqlen_q": "N", "seqlen_kv": "N", "hdim": "N",
+    "hdim_v": "N", "cp": "N", "dtype": "NAME", "mask": "NAME", "bias": "NAME", "layout": "NAME", "cp_comm": "NAME",
+    "window": "L,R", "dropout": "P", "softcap": "X", "gpu": "NAME", "set_env": "NAME=VALUE", "backend": "ID",
+    "require": "ID", "require_any": "ID,ID", "fail_on": "EFFECT", "format": "FORMAT",
+    "config_file": "PATH", "model": "PATH", "env_file": "PATH", "output_file": "PATH", "rules_dir": "PATH",
+    "project": "PATH",
+}
+"""What a value looks like in --help; version flags read VERSION."""
+
+
 def _param(name: str, flag: str, help_text: str, panel: str, *, kind: Any = Optional[str],
            default: Any = None, **extra: Any) -> inspect.Parameter:
+    if kind is not bool:
+        extra.setdefault("metavar", METAVARS.get(name, "VERSION"))
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
                              default=typer.Option(default, flag, help=help_text, rich_help_panel=panel, **extra))
 
@@ -63,7 +76,7 @@ def config_params() -> list[inspect.Parameter]:
                                                          rich_help_panel=panel)))
     params += [_param(n, f, h, panel, kind=bool, default=False) for n, f, h in CONFIG_FLAGS]
     params.append(_param("config_file", "--config-file", "Configs from .json (object or list), .jsonl, or .toml "
-                         "with [[config]] tables; flags override their fields.", panel,
+                         "with \\[\\[config]] tables; flags override their fields.", panel,
                          kind=Optional[List[str]]))
     params.append(_param("model", "--model", "A Hugging Face config.json (or a folder holding one): one config per "
                          "attention kind of the model; flags override its fields.", panel, kind=Optional[List[str]]))
