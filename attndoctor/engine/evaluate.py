@@ -427,13 +427,14 @@ class Evaluator:
             if key in seen:
                 continue
             seen.add(key)
-            applied = apply_fixes(combo, config, env)
+            facts = self.fact_cache.facts(config, env)
+            applied = apply_fixes(combo, config, env, facts)
             if applied is None:
                 continue
             new_config, new_env = applied
             result = self.quick_status(backend, new_config, new_env)
             if result in ("supported", "depends"):
-                working.append((FixPlan(fixes=_resolved(combo, config, env), result=result), actions))
+                working.append((FixPlan(fixes=_resolved(combo, facts), result=result), actions))
         if working:
             smallest = min(actions for _, actions in working)
             working = [(p, a) for p, a in working if a == smallest]
@@ -562,9 +563,8 @@ def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any])
                       (), BUILTIN_REFERENCE, True)
 
 
-def _resolved(fixes: Sequence[Fix], config: AttentionConfig, env: Environment) -> tuple[Fix, ...]:
-    """The fixes with each config change's expression replaced by the value it gives for this config."""
-    facts = build_facts(config, env)
+def _resolved(fixes: Sequence[Fix], facts: dict[str, Any]) -> tuple[Fix, ...]:
+    """The fixes with each config change's expression replaced by the value it gives for these facts."""
     out = []
     for fix in fixes:
         if fix.kind == "change" and fix.value_node is not None:
@@ -574,11 +574,11 @@ def _resolved(fixes: Sequence[Fix], config: AttentionConfig, env: Environment) -
     return tuple(out)
 
 
-def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig,
-                env: Environment) -> tuple[AttentionConfig, Environment] | None:
+def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
+                facts: dict[str, Any] | None = None) -> tuple[AttentionConfig, Environment] | None:
     """The config and environment with fixes applied, or None when a fix does not make sense here."""
     changes: dict[str, Any] = {}
-    facts = build_facts(config, env)
+    facts = build_facts(config, env) if facts is None else facts
     for fix in fixes:
         if fix.kind in ("upgrade", "downgrade"):
             current = env.versions.get(fix.target)

@@ -107,7 +107,7 @@ class Rule:
     @property
     def compiled(self) -> expr.Compiled:
         """The predicate as a closure, built on first use (closures do not pickle into the load cache)."""
-        return _compiled(self)
+        return expr.compile_node(self.predicate)
 
     @property
     def blocking(self) -> bool:
@@ -153,7 +153,7 @@ class SelectionEntry:
     @property
     def compiled(self) -> expr.Compiled:
         """The predicate as a closure, built on first use."""
-        return _compiled(self)
+        return expr.compile_node(self.predicate)
 
 
 @dataclass(frozen=True)
@@ -185,16 +185,6 @@ class RuleBase:
         if found is None:
             found = self._index[backend_id] = tuple(r for r in self.rules if backend_id in r.backends)
         return found
-
-
-_COMPILED: dict[int, tuple[Any, expr.Compiled]] = {}
-
-
-def _compiled(owner: Any) -> expr.Compiled:
-    hit = _COMPILED.get(id(owner))
-    if hit is None or hit[0] is not owner:
-        hit = _COMPILED[id(owner)] = (owner, expr.compile_node(owner.predicate))
-    return hit[1]
 
 
 # ---------------------------------------------------------------- loading
