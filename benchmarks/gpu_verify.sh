@@ -4,15 +4,7 @@
 # Wheels in .whl/ (cudnn-frontend, pytest) are installed to /tmp/site first when present. Results go to $OUT.
 set -u
 OUT=${OUT:-verify-out}
-mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-fi
-SHIM=$(mktemp -d)
-ln -s "$PWD/kernels" "$SHIM/attndoctor_kernels"
-ln -s "$PWD/rules" "$SHIM/attndoctor_rules"
-export PYTHONPATH="$PWD:$SHIM:/tmp/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-ms() { date +%s%3N; }
+. benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/timing.txt"
 python3 -c "import torch, cudnn; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), \
 'frontend backend', cudnn.backend_version())" 2>&1 | tail -2 | tee -a "$OUT/timing.txt"

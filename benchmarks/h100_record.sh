@@ -3,15 +3,7 @@
 # Wheels in .whl/ (cudnn-frontend) are installed to /tmp/site first when present. Results go to $OUT.
 set -u
 OUT=${OUT:-record-out}
-mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-fi
-SHIM=$(mktemp -d)
-ln -s "$PWD/kernels" "$SHIM/attndoctor_kernels"
-ln -s "$PWD/rules" "$SHIM/attndoctor_rules"
-export PYTHONPATH="$PWD:$SHIM:/tmp/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-ms() { date +%s%3N; }
+. benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/timing.txt"
 python3 benchmarks/sdpa_acceptance_grid.py /tmp/grid.jsonl --count "${GRID:-400}"
 t=$(ms); timeout 330 python3 -m attndoctor verify --config-file /tmp/grid.jsonl --backend sdpa-flash \
