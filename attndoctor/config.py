@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from .errors import UsageError
 
@@ -47,8 +45,7 @@ LIMITS = {
 }
 
 
-@dataclass(frozen=True)
-class AttentionConfig:
+class AttentionConfig(NamedTuple):
     """One attention call: shapes, dtype, features. A shape or dtype not given is None (unknown)."""
 
     batch: int | None = None
@@ -72,7 +69,17 @@ class AttentionConfig:
     paged_kv: bool = False
     qkv_fused: bool = False
     name: str = ""
-    origin: Mapping[str, str] = field(default_factory=dict, compare=False)
+    origin: Mapping[str, str] | None = None
+    """Where each field came from (model configs); not part of the config's identity."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AttentionConfig) and self[:-1] == other[:-1]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     @property
     def qkv_format(self) -> str:
@@ -89,11 +96,9 @@ class AttentionConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON: field names of DESIGN.md, window as [left, right]."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            if f.name in ("origin",):
-                continue
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+        for name in FIELDS:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
         if self.origin:
             out["origin"] = dict(self.origin)
         return out
@@ -137,7 +142,8 @@ class AttentionConfig:
         return f"{parts[0]}: {desc}" if parts else desc
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(AttentionConfig) if f.name != "origin")
+FIELDS = AttentionConfig._fields[:-1]
+"""The config fields of DESIGN.md (all but `origin`)."""
 INT_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp")
 BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused")
 
@@ -296,7 +302,7 @@ def with_changes(config: AttentionConfig, changes: Mapping[str, Any]) -> Attenti
     """A copy with a few fields changed, each validated, and the cross-field rules checked again (fast path)."""
     probe = _make({k: v for k, v in changes.items()})
     values = {k: getattr(probe, k) for k in changes}
-    out = dataclasses.replace(config, **values)
+    out = config._replace(**values)
     if out.heads is not None and out.kv_heads is not None and out.heads % out.kv_heads:
         raise UsageError(f"kv_heads: heads ({out.heads}) must be a multiple of kv_heads ({out.kv_heads})")
     return out

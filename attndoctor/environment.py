@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -49,8 +48,7 @@ def parse_version(value: Any, *, what: str = "version", strict: bool = False) ->
     return Version(f"{parsed.base_version}.post{parsed.post}")
 
 
-@dataclass(frozen=True)
-class GpuInfo:
+class GpuInfo(NamedTuple):
     """One visible GPU as the probe saw it."""
 
     index: int
@@ -61,23 +59,38 @@ class GpuInfo:
     uuid: str = ""
 
 
-@dataclass
 class Environment:
     """Facts about a machine; a fact that is None is unknown, a version equal to ABSENT is known absent."""
 
-    source: str = "what-if"
-    gpu: str | None = None
-    sm: int | None = None
-    gpus: list[GpuInfo] = field(default_factory=list)
-    versions: dict[str, str] = field(default_factory=dict)
-    import_errors: dict[str, str] = field(default_factory=dict)
-    api: dict[str, bool] = field(default_factory=dict)
-    env_vars: dict[str, str] = field(default_factory=dict)
-    torch_arch_list: list[str] | None = None
-    torch_cuda_available: bool | None = None
-    cudnn_compiled: str | None = None
-    no_gpu: bool = False
-    notes: list[dict[str, str]] = field(default_factory=list)
+    def __init__(self, source: str = "what-if", gpu: str | None = None, sm: int | None = None,
+                 gpus: list[GpuInfo] | None = None, versions: dict[str, str] | None = None,
+                 import_errors: dict[str, str] | None = None, api: dict[str, bool] | None = None,
+                 env_vars: dict[str, str] | None = None, torch_arch_list: list[str] | None = None,
+                 torch_cuda_available: bool | None = None, cudnn_compiled: str | None = None, no_gpu: bool = False,
+                 notes: list[dict[str, str]] | None = None) -> None:
+        self.source = source
+        self.gpu = gpu
+        self.sm = sm
+        self.gpus: list[GpuInfo] = [] if gpus is None else gpus
+        self.versions: dict[str, str] = {} if versions is None else versions
+        self.import_errors: dict[str, str] = {} if import_errors is None else import_errors
+        self.api: dict[str, bool] = {} if api is None else api
+        self.env_vars: dict[str, str] = {} if env_vars is None else env_vars
+        self.torch_arch_list = torch_arch_list
+        self.torch_cuda_available = torch_cuda_available
+        self.cudnn_compiled = cudnn_compiled
+        self.no_gpu = no_gpu
+        self.notes: list[dict[str, str]] = [] if notes is None else notes
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Environment) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"Environment({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+    def replace(self, **changes: Any) -> "Environment":
+        """A copy with some facts replaced."""
+        return Environment(**{**vars(self), **changes})
 
     def version(self, package: str) -> Version | str | None:
         """The package's version, ABSENT, or None when unknown."""
@@ -93,7 +106,7 @@ class Environment:
             versions.pop(package, None)
         else:
             versions[package] = value
-        return _copy(self, versions=versions)
+        return self.replace(versions=versions)
 
     def with_env_var(self, name: str, value: str | None) -> "Environment":
         """A copy with one environment variable set or unset."""
@@ -102,7 +115,7 @@ class Environment:
             env_vars.pop(name, None)
         else:
             env_vars[name] = value
-        return _copy(self, env_vars=env_vars)
+        return self.replace(env_vars=env_vars)
 
     def to_dict(self) -> dict[str, Any]:
         """The environment as JSON; `explain --env-file` reads it back."""
@@ -110,7 +123,7 @@ class Environment:
             "source": self.source,
             "gpu": self.gpu,
             "sm": self.sm,
-            "gpus": [g.__dict__ for g in self.gpus],
+            "gpus": [g._asdict() for g in self.gpus],
             "versions": dict(sorted(self.versions.items())),
             "import_errors": dict(self.import_errors),
             "api": dict(sorted(self.api.items())),
@@ -121,12 +134,6 @@ class Environment:
             "no_gpu": self.no_gpu,
             "notes": list(self.notes),
         }
-
-
-def _copy(env: Environment, **changes: Any) -> Environment:
-    values = {f: getattr(env, f) for f in env.__dataclass_fields__}
-    values.update(changes)
-    return Environment(**values)
 
 
 def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
@@ -222,7 +229,7 @@ WHAT_IF_KEYS = ("gpu", "sm", "env_vars", "api") + PACKAGES
 def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if",
                            base: Environment | None = None) -> Environment:
     """An Environment from what-if facts: gpu name or sm, package versions ('none' = not installed), env vars."""
-    env = _copy(base) if base else Environment(source=source)
+    env = base.replace() if base else Environment(source=source)
     env.versions = dict(env.versions)
     env.env_vars = dict(env.env_vars)
     env.api = dict(env.api)

@@ -16,7 +16,6 @@ A rank's answer (its *payload*) is a JSON object:
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -165,7 +164,7 @@ def environment_for_rank(env: Environment, local_rank: int) -> Environment:
     spec = lookup_gpu(device.name)
     gpu = spec.name if spec is not None else device.name
     sm = device.sm if device.sm is not None else (spec.sm if spec is not None else env.sm)
-    return dataclasses.replace(env, gpu=gpu, sm=sm)
+    return env.replace(gpu=gpu, sm=sm)
 
 
 def fingerprint(env: Environment) -> dict[str, Any]:

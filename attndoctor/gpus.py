@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
+
 from ._toml import load_toml_file, loads_toml
 from .errors import UsageError
 
-_FIELDS = ("name", "aliases", "sm", "memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs",
-           "source")
 _NUMBERS = ("memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs")
 _NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
 # What may follow a known name in a longer one, such as an NVML name we do not list ("NVIDIA B300 SXM6 AC"):
@@ -22,8 +21,7 @@ _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
 
 
-@dataclass(frozen=True)
-class GpuSpec:
+class GpuSpec(NamedTuple):
     """One GPU product as its datasheet describes it; TFLOPS are dense tensor-core peaks (0 = no support)."""
 
     name: str
@@ -67,7 +65,7 @@ def parse_catalogue(text: str, *, where: str = "gpus.toml", data: dict | None = 
         label = f"{where}: gpu[{i}]"
         if not isinstance(entry, dict):
             raise ValueError(f"{label}: expected a table")
-        extra = sorted(set(entry) - set(_FIELDS))
+        extra = sorted(set(entry) - set(GpuSpec._fields))
         if extra:
             raise ValueError(f"{label}: unknown key {extra[0]!r}")
         name = entry.get("name")

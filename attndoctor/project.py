@@ -16,9 +16,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .config import AttentionConfig, make_config
 from .errors import UsageError
@@ -26,18 +26,17 @@ from .errors import UsageError
 KEYS = {"config", "models", "require", "require_any", "fail_on", "ignore", "environment", "env_file"}
 
 
-@dataclass
-class ProjectConfig:
+class ProjectConfig(NamedTuple):
     """What the project file says; empty fields mean 'not set'."""
 
     path: str = ""
-    configs: list[AttentionConfig] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    require: list[str] = field(default_factory=list)
-    require_any: list[str] = field(default_factory=list)
+    configs: Sequence[AttentionConfig] = ()
+    models: Sequence[str] = ()
+    require: Sequence[str] = ()
+    require_any: Sequence[str] = ()
     fail_on: str | None = None
-    ignore: dict[str, str] = field(default_factory=dict)
-    environment: dict[str, Any] = field(default_factory=dict)
+    ignore: Mapping[str, str] = MappingProxyType({})
+    environment: Mapping[str, Any] = MappingProxyType({})
     env_file: str | None = None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from importlib import resources
 
 import pytest
@@ -69,7 +68,7 @@ def test_dense_figures_are_half_the_sparse_datasheet_figures() -> None:
 def test_spec_is_frozen() -> None:
     spec = lookup_gpu("H100")
     assert spec is not None
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         spec.sm = 80  # type: ignore[misc]
     assert spec.compute_capability == "9.0"
 

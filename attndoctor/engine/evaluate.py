@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, PACKAGE_LABELS, PIP_NAMES, PACKAGES, Environment, parse_version
@@ -18,8 +17,7 @@ from .rules import BLOCKING, EFFECTS, FIX_RANK, Backend, Fix, Rule, RuleBase
 STATUSES = ("supported", "depends", "unsupported", "api-mismatch", "wrong-results", "not-installed")
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A rule (or a built-in check) that applies to a backend, or may apply (applies None) given missing facts."""
 
     id: str
@@ -52,8 +50,7 @@ class Finding:
         return out
 
 
-@dataclass(frozen=True)
-class FixPlan:
+class FixPlan(NamedTuple):
     """One or more fixes that, applied together, make a refused backend run (checked by re-evaluation)."""
 
     fixes: tuple[Fix, ...]
@@ -66,8 +63,7 @@ class FixPlan:
         return {"fixes": [f.to_dict() for f in self.fixes], "text": self.describe(), "result": self.result}
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """Everything known about one backend for one config: status, all findings, and the smallest fix."""
 
     backend: Backend
@@ -105,8 +101,7 @@ class Verdict:
         }
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """Which backend a framework would run by default, and whether that run would work."""
 
     framework: str
@@ -127,8 +122,7 @@ class Selection:
         }
 
 
-@dataclass(frozen=True)
-class ConfigResult:
+class ConfigResult(NamedTuple):
     """The verdicts and selections for one config."""
 
     config: AttentionConfig
@@ -152,8 +146,7 @@ class ConfigResult:
                 "verdicts": [v.to_dict() for v in self.verdicts], "selected": [s.to_dict() for s in self.selected]}
 
 
-@dataclass
-class Report:
+class Report(NamedTuple):
     """A full answer: the environment, one result per config, and what the rule base was."""
 
     command: str
@@ -161,7 +154,7 @@ class Report:
     results: list[ConfigResult]
     rule_count: int
     rule_files: tuple[str, ...] = ()
-    ignored: dict[str, str] = field(default_factory=dict)
+    ignored: Mapping[str, str] = MappingProxyType({})
 
 
 # ---------------------------------------------------------------- facts
@@ -401,7 +394,7 @@ class Evaluator:
 
             places = where_it_runs(self, verdict, config, env)
             if places and any(p.swept for p in places) or env.sm is None:
-                verdict = dataclasses.replace(verdict, where=places)
+                verdict = verdict._replace(where=places)
         return verdict
 
     def _fixes(self, backend: Backend, config: AttentionConfig, env: Environment,
@@ -497,8 +490,7 @@ class Evaluator:
                          note=entry.note, entry=entry.id, reason=pick.reason, references=entry.references)
 
 
-@dataclass(frozen=True)
-class _Pick:
+class _Pick(NamedTuple):
     status: str
     backend: str | None
     candidates: tuple[str, ...] = ()

@@ -13,8 +13,7 @@ there a shape that nothing runs (Gemma-2's softcap on PyTorch SDPA) is reported,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from .evaluate import ConfigResult, Report, Verdict
 
@@ -22,15 +21,14 @@ SEVERITY = {"info": 1, "slow": 2, "unsupported": 3, "api-mismatch": 4, "wrong-re
 MACHINE_FINDINGS = frozenset({"AD-NOT-INSTALLED", "AD-NO-GPU", "AD-IMPORT-FAILS"})
 
 
-@dataclass
-class GateCheck:
+class GateCheck(NamedTuple):
     """One named check on one config: passed or not, with the reasons and the fixes that would pass it."""
 
     config: str
     name: str
     passed: bool
-    reasons: list[str] = field(default_factory=list)
-    fixes: list[str] = field(default_factory=list)
+    reasons: Sequence[str] = ()
+    fixes: Sequence[str] = ()
     backend: str = ""
 
     def to_dict(self) -> dict[str, object]:
@@ -38,12 +36,11 @@ class GateCheck:
                 "reasons": list(self.reasons), "fixes": list(self.fixes)}
 
 
-@dataclass
-class GateResult:
+class GateResult(NamedTuple):
     """Whether the gate passed, every check, and one line per reason it did not."""
 
     passed: bool
-    checks: list[GateCheck] = field(default_factory=list)
+    checks: tuple[GateCheck, ...] = ()
 
     @property
     def reasons(self) -> list[str]:
@@ -116,4 +113,4 @@ def evaluate_gate(report: Report, *, require: Sequence[str] = (), require_any: S
     """Run every check on every config; a survey of the bundled shapes does not fail for a shape nothing runs."""
     checks = [c for r in report.results for c in config_checks(r, require=require, require_any=require_any,
                                                                   fail_on=fail_on, survey=survey)]
-    return GateResult(passed=all(c.passed for c in checks), checks=checks)
+    return GateResult(passed=all(c.passed for c in checks), checks=tuple(checks))

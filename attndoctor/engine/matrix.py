@@ -6,8 +6,7 @@ other fact held at a recent value, so the matrix is exactly what `explain` would
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..config import make_config
 from ..environment import environment_from_flags, parse_version
@@ -76,8 +75,7 @@ EXTRA_COLUMNS: tuple[tuple[str, str], ...] = (("sdpa-cudnn", "cudnn"), ("te-fuse
 """Backends whose answer turns on cuDNN as much as on their own package get a second column swept over cuDNN."""
 
 
-@dataclass(frozen=True)
-class Cell:
+class Cell(NamedTuple):
     """Where a feature runs: the swept versions that give `supported`, and a short text."""
 
     versions: tuple[str, ...]
@@ -85,8 +83,7 @@ class Cell:
     text: str
 
 
-@dataclass(frozen=True)
-class Matrix:
+class Matrix(NamedTuple):
     """One table: rows are features, columns backends, for one GPU arch."""
 
     gpu: str

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from packaging.version import Version
 
@@ -36,15 +35,24 @@ RULE_KEYS = {"id", "title", "backends", "effect", "surfaces", "when", "condition
              "references", "examples", "evidence", "notes"}
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     """A structured fix: upgrade/downgrade a package, change a config field, set/unset an environment variable."""
 
     kind: str
     target: str
     to: Any = None
     note: str = ""
-    value_node: expr.Node | None = field(default=None, compare=False, repr=False)
+    value_node: expr.Node | None = None
+    """The expression `to` was computed from (seqlen_q + 64 - seqlen_q % 64); not part of the fix's identity."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fix) and self[:4] == other[:4]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:4])
 
     def describe(self) -> str:
         """One line a user can act on."""
@@ -71,8 +79,7 @@ class Fix:
         return out
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     """A case CI replays: config and environment, and whether the rule applies there."""
 
     applies: bool
@@ -80,8 +87,7 @@ class Example:
     env: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One upstream fact about one or more backends."""
 
     id: str
@@ -100,9 +106,9 @@ class Rule:
     notes: str
     file: str
     line: int
-    predicate: expr.Node = field(compare=False, repr=False)
-    names: frozenset[str] = field(compare=False, repr=False)
-    key_names: tuple[str, ...] = field(compare=False, repr=False, default=())
+    predicate: expr.Node
+    names: frozenset[str]
+    key_names: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> expr.Compiled:
@@ -125,8 +131,7 @@ class Rule:
         }
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(NamedTuple):
     """A backend id, the framework that owns it, and what it needs installed."""
 
     id: str
@@ -138,8 +143,7 @@ class Backend:
     cpu: bool = False
 
 
-@dataclass(frozen=True)
-class SelectionEntry:
+class SelectionEntry(NamedTuple):
     """One priority order of a framework, used when its predicate holds (first matching entry wins)."""
 
     id: str
@@ -148,7 +152,7 @@ class SelectionEntry:
     note: str
     references: tuple[str, ...]
     condition_text: str
-    predicate: expr.Node = field(compare=False, repr=False)
+    predicate: expr.Node
 
     @property
     def compiled(self) -> expr.Compiled:
@@ -156,15 +160,19 @@ class SelectionEntry:
         return expr.compile_node(self.predicate)
 
 
-@dataclass(frozen=True)
 class RuleBase:
     """Every rule, backend and selection order, loaded and validated."""
 
-    rules: tuple[Rule, ...]
-    backends: tuple[Backend, ...]
-    selection: tuple[SelectionEntry, ...]
-    files: tuple[str, ...]
-    _index: dict[str, tuple[Rule, ...]] = field(default_factory=dict, compare=False, repr=False)
+    def __init__(self, rules: tuple[Rule, ...], backends: tuple[Backend, ...], selection: tuple[SelectionEntry, ...],
+                 files: tuple[str, ...]) -> None:
+        self.rules = rules
+        self.backends = backends
+        self.selection = selection
+        self.files = files
+        self._index: dict[str, tuple[Rule, ...]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**vars(self), "_index": {}}
 
     def backend(self, backend_id: str) -> Backend:
         for b in self.backends:

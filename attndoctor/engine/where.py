@@ -7,8 +7,7 @@ packages at recent releases (or as given), says it the way a user asks: "te-fuse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import DTYPES, AttentionConfig, with_changes
 from ..environment import Environment
@@ -26,8 +25,7 @@ SWEEP: dict[str, tuple[str, ...]] = {
 """For each backend, the packages whose version decides it, most deciding first: the first one not given is swept."""
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     """On one GPU: the swept package's releases that are not refused ('' when nothing needed sweeping)."""
 
     gpu: str
