@@ -526,6 +526,16 @@ def compile_node(node: Node) -> Compiled:
     return fn
 
 
+def _deferred(node: Node, parts: list[Compiled], index: int) -> Compiled:
+    """A stand-in that compiles its operand on first use: most operands of and/or are never reached."""
+
+    def first_call(facts: Facts) -> Any:
+        parts[index] = fn = _compile(node)
+        return fn(facts)
+
+    return first_call
+
+
 def _compile(node: Node) -> Compiled:
     if isinstance(node, Const):
         value = node.value
@@ -559,7 +569,7 @@ def _compile(node: Node) -> Compiled:
                 return value if value is UNKNOWN else value != ABSENT
 
             return installed_fn
-        a, b = (compile_node(arg) for arg in node.args)
+        a, b = (_compile(arg) for arg in node.args)
         pick = max if node.func == "max" else min
 
         def minmax(facts: Facts) -> Any:
@@ -568,12 +578,12 @@ def _compile(node: Node) -> Compiled:
 
         return minmax
     if isinstance(node, Unary):
-        inner = compile_node(node.operand)
+        inner = _compile(node.operand)
         if node.op == "not":
             return lambda facts: _not(inner(facts))
         return lambda facts: (lambda v: UNKNOWN if v is UNKNOWN else -v)(inner(facts))
     if isinstance(node, Binary):
-        left, right = compile_node(node.left), compile_node(node.right)
+        left, right = _compile(node.left), _compile(node.right)
         op = _ARITH[node.op]
 
         def arith(facts: Facts) -> Any:
@@ -587,7 +597,8 @@ def _compile(node: Node) -> Compiled:
 
         return arith
     if isinstance(node, BoolOp):
-        parts = [compile_node(item) for item in node.items]
+        parts: list[Compiled] = []
+        parts.extend(_deferred(item, parts, i) for i, item in enumerate(node.items))
         if node.op == "and":
             def and_fn(facts: Facts) -> Any:
                 result: Any = True
@@ -613,7 +624,7 @@ def _compile(node: Node) -> Compiled:
 
         return or_fn
     if isinstance(node, Compare):
-        left = compile_node(node.left)
+        left = _compile(node.left)
         if node.op in ("in", "not in"):
             options = frozenset(item.value for item in node.right.items)  # type: ignore[attr-defined]
             negate = node.op == "not in"
@@ -627,7 +638,7 @@ def _compile(node: Node) -> Compiled:
                 return (value in options) != negate
 
             return member
-        right = compile_node(node.right)
+        right = _compile(node.right)
         op = _COMPARE[node.op]
 
         def compare(facts: Facts) -> Any:
