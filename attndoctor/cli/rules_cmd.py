@@ -45,17 +45,14 @@ def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", he
     if fmt == "json":
         sys.stdout.write(json.dumps([r.to_dict() for r in rules], indent=2) + "\n")
         return
-    from rich import box
-    from rich.table import Table
+    from ..report.term import Console, Table
 
-    from ..report.text import make_console
-
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table()
     for column in ("id", "backends", "effect", "title"):
-        table.add_column(column, no_wrap=column != "title")
+        table.add_column(column, no_wrap=column in ("id", "effect"))
     for r in rules:
         table.add_row(r.id, ", ".join(r.backends), r.effect, r.title)
-    console = make_console()
+    console = Console()
     console.print(table)
     console.print(f"{len(rules)} rules")
 
@@ -82,30 +79,30 @@ def show_rule(rule_id: str = typer.Argument(..., help="A rule id, e.g. TE-FUSED-
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     from ..engine.expr import render_range
-    from ..report.text import make_console
+    from ..report.term import Console, Text
 
-    console = make_console()
-    console.print(f"[bold]{rule.id}[/bold]: {rule.title}")
+    console = Console()
+    console.print(Text(rule.id, style="bold").append(f": {rule.title}"))
     console.print()
     console.print(f"backends:   {', '.join(rule.backends)}")
     console.print(f"effect:     {rule.effect} (shows at {rule.surfaces})")
     if rule.when:
         console.print("when:       " + " and ".join(render_range(k, v) for k, v in rule.when.items()))
     if rule.condition_text:
-        console.print(f"condition:  {rule.condition_text}", markup=False)
-    console.print(f"message:    {rule.message}", markup=False)
+        console.print(f"condition:  {rule.condition_text}")
+    console.print(f"message:    {rule.message}")
     if rule.symptom:
-        console.print(f"symptom:    {rule.symptom}", markup=False)
+        console.print(f"symptom:    {rule.symptom}")
     for fix in rule.fixes:
-        console.print(f"fix:        {fix.describe()}", markup=False)
+        console.print(f"fix:        {fix.describe()}")
     for ref in rule.references:
-        console.print(f"source:     {ref}", markup=False)
+        console.print(f"source:     {ref}")
     console.print(f"evidence:   {rule.evidence}")
     if rule.notes:
-        console.print(f"notes:      {rule.notes}", markup=False)
+        console.print(f"notes:      {rule.notes}")
     for e in rule.examples:
         verb = "applies" if e.applies else "does not apply"
-        console.print(f"example:    {verb}: config {dict(e.config)} env {dict(e.env)}", markup=False)
+        console.print(f"example:    {verb}: config {dict(e.config)} env {dict(e.env)}")
     console.print(f"defined in: {rule.file}:{rule.line}", style="dim")
 
 
@@ -149,16 +146,14 @@ def matrix(gpu: str = typer.Option("H100", "--gpu", help="The GPU (or sm90) the 
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
         return
-    from rich import box
-    from rich.table import Table
+    from ..report.term import Console, Table, Text
 
-    from ..report.text import make_console
-
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                  title=f"{result.gpu} (sm{result.sm}): versions that run each feature")
+    table = Table()
     table.add_column("feature", no_wrap=True)
     for header in result.headers:
         table.add_column(header.replace(" (", "\n("), justify="center")
     for feature, cells in result.rows:
         table.add_row(feature, *[c.text for c in cells])
-    make_console().print(table)
+    console = Console()
+    console.print(Text(f"{result.gpu} (sm{result.sm}): versions that run each feature", style="bold"))
+    console.print(table)

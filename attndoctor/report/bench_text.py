@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Mapping
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
 from ..bench import BenchReport, ConfigBench, metric_ms
-from .text import environment_lines, make_console
+from .text import environment_lines
+from .term import Console, Table, Text
 
 BAR_WIDTH = 24
 METRIC_LABEL = {"forward": "forward", "forward_backward": "forward+backward"}
@@ -82,7 +79,7 @@ def _config_table(result: ConfigBench) -> Table:
     metric = result.metric
     train = result.config.train
     best = result.recommendation.ms
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table()
     table.add_column("backend", no_wrap=True)
     table.add_column("mode", no_wrap=True)
     table.add_column("fwd ms", justify="right", no_wrap=True)
@@ -154,7 +151,7 @@ def _recommendation(result: ConfigBench) -> list[Text]:
 
 
 def render_bench_text(report: BenchReport, file: IO[str] | None = None) -> None:
-    console = make_console(file)
+    console = Console(file)
     for line in _header(report):
         console.print(line)
     console.print()
@@ -173,7 +170,7 @@ def render_bench_text(report: BenchReport, file: IO[str] | None = None) -> None:
             console.print(line)
         console.print()
     if len(report.results) > 1:
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title=None)
+        table = Table()
         for col in ("config", "fastest", "ms", "default", "speed-up"):
             table.add_column(col, no_wrap=True, justify="right" if col in ("ms", "speed-up") else "left")
         for r in report.results:

@@ -6,12 +6,10 @@ import json
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from rich.text import Text
-
 from .. import __version__
 from ..environment import ABSENT
 from ..fleet import FINGERPRINT_VERSIONS, compact_ranks
-from .text import make_console
+from .term import Console, Text
 
 SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN", "cudnn_frontend": "cudnn-frontend",
          "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3", "flash_attn_4": "flash-attn-4", "te": "TE"}
@@ -66,7 +64,7 @@ def _value(v: Any, field: str) -> str:
 
 
 def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool = False) -> None:
-    console = make_console(stream)
+    console = Console(stream)
     world = doc["world"]
     size, answered = world["size"], world["answered"]
     hosts = world.get("hosts") or []

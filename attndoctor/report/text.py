@@ -1,20 +1,14 @@
-"""Rich text: one table per config (or a matrix for many), each reason and fix on one line."""
+"""The text report: one table per config (or a matrix for many), each reason and fix on one line."""
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import IO
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from .. import __version__
 from ..engine.evaluate import ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment
+from .term import Console, Table, Text
 
 MARK = {
     "supported": ("✓", "green", "runs"),
@@ -25,16 +19,6 @@ MARK = {
     "not-installed": ("–", "dim", "not installed"),
 }
 FRAMEWORK_LABEL = {"pytorch": "PyTorch SDPA", "transformer-engine": "TransformerEngine"}
-
-
-def make_console(file: IO[str] | None = None) -> Console:
-    """A console that drops colour for NO_COLOR or a pipe, and keeps lines wide enough to read in a file."""
-    stream = file or sys.stdout
-    terminal = hasattr(stream, "isatty") and stream.isatty()
-    no_color = bool(os.environ.get("NO_COLOR")) or not terminal
-    return Console(file=stream, no_color=no_color, highlight=False, emoji=False,
-                   width=None if terminal else 140, color_system=None if no_color else "auto",
-                   force_terminal=terminal and not no_color)
 
 
 def environment_lines(env: Environment) -> list[Text]:
@@ -163,7 +147,7 @@ def _selection_text(s: Selection) -> Text:
 def render_result(console: Console, result: ConfigResult) -> None:
     """The detailed table for one config."""
     console.print(Text(result.config.label(), style="bold"))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table = Table()
     table.add_column("backend", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("why", ratio=3)
@@ -180,7 +164,7 @@ def render_matrix(console: Console, report: Report) -> None:
     """Many configs: one row each, one column per backend, then every reason once with the configs it hits."""
     backends = [v.backend.id for v in report.results[0].verdicts]
     installed = [b for b in backends if any(r.verdict(b).status != "not-installed" for r in report.results)]
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table()
     table.add_column("config", no_wrap=True)
     for b in installed:
         table.add_column(b, justify="center", no_wrap=True)
@@ -224,7 +208,7 @@ def render_matrix(console: Console, report: Report) -> None:
                 grouped[key][2].append(r.config.name or r.config.label())
     if grouped:
         console.print(Text("Why", style="bold"))
-        reasons = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        reasons = Table()
         reasons.add_column("backend", no_wrap=True)
         reasons.add_column("reason", ratio=3)
         reasons.add_column("configs", ratio=1)
@@ -236,7 +220,7 @@ def render_matrix(console: Console, report: Report) -> None:
 
 def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False) -> None:
     """Write the human report."""
-    console = make_console(file)
+    console = Console(file)
     for line in environment_lines(report.environment):
         console.print(line)
     console.print()

@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
 from ..verification import DEFAULTS, Observation, VerifyReport
-from .text import MARK, environment_lines, make_console
+from .text import MARK, environment_lines
+from .term import Console, Table, Text
 
 OBSERVED_STYLE = {
     "ok": ("ok", "green"), "rejected": ("rejected", "red"), "api-mismatch": ("API mismatch", "red"),
@@ -100,7 +97,7 @@ def _by_config(report: VerifyReport) -> list[tuple[str, list[Observation]]]:
 
 
 def render_verify_text(report: VerifyReport, file: IO[str] | None = None, *, detailed: bool = False) -> None:
-    console = make_console(file)
+    console = Console(file)
     for line in _header(report):
         console.print(line)
     console.print()
@@ -108,7 +105,7 @@ def render_verify_text(report: VerifyReport, file: IO[str] | None = None, *, det
     if len(groups) <= DETAIL_LIMIT or detailed:
         for label, obs in groups:
             console.print(Text(label, style="bold"))
-            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            table = Table()
             for col in ("backend", "rules say", "observed", "agreement"):
                 table.add_column(col, no_wrap=True)
             table.add_column("error vs fp64", no_wrap=True)
@@ -120,7 +117,7 @@ def render_verify_text(report: VerifyReport, file: IO[str] | None = None, *, det
             console.print(table)
             console.print()
     else:
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table = Table()
         table.add_column("config", no_wrap=True)
         for b in report.backends:
             table.add_column(b, justify="center", no_wrap=True)
@@ -159,7 +156,7 @@ def _render_disagreements(console: object, report: VerifyReport, *, detailed: bo
                            style="green"))
         return
     if not detailed:
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title=None)
+        table = Table()
         for col in ("config", "backend", "rules say", "observed"):
             table.add_column(col, no_wrap=True)
         table.add_column("the library said", ratio=3)

@@ -1,0 +1,228 @@
+"""Terminal text for the reports: styled spans, tables that wrap, colour only on a terminal and never with NO_COLOR.
+
+The reports print through this small writer rather than rich's Console and Table: importing and laying out those
+costs about 45 ms, more than half of the start-up budget of `attndoctor explain`. rich still draws the progress bars
+of the long GPU commands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, Sequence, Union
+
+SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32", "yellow": "33",
+       "blue": "34", "magenta": "35", "cyan": "36"}
+"""Style words and their ANSI select-graphic-rendition codes; a style is words joined by spaces ("bold red")."""
+
+GAP = "   "
+"""Between two table columns (rich's SIMPLE_HEAD look: one space of padding either side of an invisible rule)."""
+
+MIN_WRAP = 12
+MAX_WORD = 24
+"""A wrapping column is never narrower than MIN_WRAP, nor than its longest word up to MAX_WORD (longer ones are cut)."""
+
+FILE_WIDTH = 140
+"""Line width when the output is not a terminal: wide enough to read in a file or a CI log."""
+
+
+def _join(base: str, style: str) -> str:
+    return f"{base} {style}".strip() if base and style else base or style
+
+
+class Text:
+    """A line or lines of text made of spans, each with a style; `style` applies to every span."""
+
+    __slots__ = ("spans", "style")
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.spans: list[tuple[str, str]] = [(text, "")] if text else []
+        self.style = style
+
+    def append(self, text: str, style: str = "") -> "Text":
+        if text:
+            self.spans.append((text, style))
+        return self
+
+    def append_text(self, other: "Text") -> "Text":
+        self.spans.extend((text, _join(other.style, style)) for text, style in other.spans)
+        return self
+
+    @property
+    def plain(self) -> str:
+        return "".join(text for text, _ in self.spans)
+
+    def __str__(self) -> str:
+        return self.plain
+
+    def _slice(self, start: int, end: int) -> "Text":
+        out = Text(style=self.style)
+        pos = 0
+        for text, style in self.spans:
+            lo, hi = max(start, pos), min(end, pos + len(text))
+            if lo < hi:
+                out.spans.append((text[lo - pos:hi - pos], style))
+            pos += len(text)
+        return out
+
+    def split_lines(self) -> list["Text"]:
+        """One Text per line of the plain text."""
+        plain, out, start = self.plain, [], 0
+        while True:
+            end = plain.find("\n", start)
+            if end < 0:
+                out.append(self._slice(start, len(plain)))
+                return out
+            out.append(self._slice(start, end))
+            start = end + 1
+
+    def wrap(self, width: int) -> list["Text"]:
+        """Lines no wider than `width`, broken between words (a longer word is cut)."""
+        out: list[Text] = []
+        for line in self.split_lines():
+            out.extend(line._slice(a, b) for a, b in _wrap_offsets(line.plain, max(1, width)))
+        return out
+
+    def render(self, color: bool, pad_to: int = 0) -> str:
+        text = "".join(_styled(t, _join(self.style, s)) for t, s in self.spans) if color else self.plain
+        return text + " " * (pad_to - len(self.plain)) if pad_to > len(self.plain) else text
+
+
+def _styled(text: str, style: str) -> str:
+    codes = ";".join(SGR[word] for word in style.split() if word in SGR)
+    return f"\x1b[{codes}m{text}\x1b[0m" if codes else text
+
+
+def _wrap_offsets(text: str, width: int) -> list[tuple[int, int]]:
+    """(start, end) of each wrapped line of one line of text; spaces at a break are dropped."""
+    if len(text) <= width:
+        return [(0, len(text))]
+    lines: list[tuple[int, int]] = []
+    start, n = 0, len(text)
+    while start < n:
+        if n - start <= width:
+            lines.append((start, n))
+            break
+        cut = text.rfind(" ", start, start + width + 1)
+        if cut <= start:
+            end = next_start = start + width
+        else:
+            end = cut
+            while end > start and text[end - 1] == " ":
+                end -= 1
+            next_start = cut
+        lines.append((start, end))
+        while next_start < n and text[next_start] == " ":
+            next_start += 1
+        start = next_start
+    return lines or [(0, 0)]
+
+
+Cell = Union[str, Text]
+
+
+class Column:
+    __slots__ = ("header", "no_wrap", "justify", "ratio")
+
+    def __init__(self, header: str, no_wrap: bool, justify: str, ratio: int) -> None:
+        self.header, self.no_wrap, self.justify, self.ratio = header, no_wrap, justify, ratio
+
+
+class Table:
+    """Columns with a header and a rule under it; cells wrap inside their column, the table fits the width."""
+
+    def __init__(self) -> None:
+        self.columns: list[Column] = []
+        self.rows: list[list[Text]] = []
+
+    def add_column(self, header: str, *, no_wrap: bool = False, justify: str = "left", ratio: int = 1) -> None:
+        self.columns.append(Column(header, no_wrap, justify, ratio))
+
+    def add_row(self, *cells: Cell) -> None:
+        row = [c if isinstance(c, Text) else Text(str(c)) for c in cells]
+        self.rows.append(row + [Text() for _ in range(len(self.columns) - len(row))])
+
+    def widths(self, width: int) -> list[int]:
+        """Natural widths when they fit; otherwise the wrapping columns share what the others leave, by ratio."""
+        natural, shortest = [], []
+        for i, col in enumerate(self.columns):
+            lines = [ln for c in [Text(col.header)] + [r[i] for r in self.rows] for ln in c.plain.split("\n")]
+            natural.append(max(len(ln) for ln in lines))
+            longest_word = max(len(w) for ln in lines for w in ln.split(" "))
+            shortest.append(min(natural[-1], max(MIN_WRAP, min(longest_word, MAX_WORD))))
+        room = width - len(GAP) * (len(self.columns) - 1)
+        if sum(natural) <= room:
+            return natural
+        out = list(natural)
+        flexible = [i for i, c in enumerate(self.columns) if not c.no_wrap]
+        left = room - sum(natural[i] for i in range(len(out)) if i not in flexible)
+        while flexible:
+            total = sum(self.columns[i].ratio for i in flexible)
+            share = {i: max(shortest[i], left * self.columns[i].ratio // total) for i in flexible}
+            settled = [i for i in flexible if natural[i] <= share[i]]
+            if not settled:
+                for i in flexible:
+                    out[i] = share[i]
+                out[flexible[-1]] += max(0, left - sum(share.values()))
+                break
+            for i in settled:
+                out[i] = natural[i]
+                left -= natural[i]
+                flexible.remove(i)
+        return out
+
+    def lines(self, width: int) -> list[Text]:
+        widths = self.widths(width)
+        out = self._row([Text(c.header, style="bold") for c in self.columns], widths)
+        out.append(Text("─" * (sum(widths) + len(GAP) * (len(widths) - 1))))
+        for row in self.rows:
+            out.extend(self._row(row, widths))
+        return out
+
+    def _row(self, cells: Sequence[Text], widths: Sequence[int]) -> list[Text]:
+        wrapped = [cell.wrap(w) for cell, w in zip(cells, widths)]
+        return [self._line([w[k] if k < len(w) else Text() for w in wrapped], widths)
+                for k in range(max(len(w) for w in wrapped))]
+
+    def _line(self, cells: Sequence[Text], widths: Sequence[int]) -> Text:
+        line = Text()
+        last = len(cells) - 1
+        for i, (cell, w, col) in enumerate(zip(cells, widths, self.columns)):
+            room = w - len(cell.plain)
+            before = room if col.justify == "right" else room // 2 if col.justify == "center" else 0
+            line.append(" " * before)
+            line.append_text(cell)
+            if i < last:
+                line.append(" " * (room - before) + GAP)
+        return line
+
+
+class Console:
+    """Where a report is written: colour and width follow the stream (a terminal, a pipe, a file)."""
+
+    def __init__(self, file: IO[str] | None = None) -> None:
+        self.file = file or sys.stdout
+        terminal = hasattr(self.file, "isatty") and self.file.isatty()
+        env = os.environ
+        self.color = bool(env.get("FORCE_COLOR")) or (terminal and not env.get("NO_COLOR")
+                                                       and env.get("TERM") != "dumb")
+        self.width = FILE_WIDTH
+        if terminal:
+            import shutil
+
+            self.width = max(40, shutil.get_terminal_size((FILE_WIDTH, 24)).columns)
+
+    def print(self, *objects: Union[Cell, Table], style: str = "") -> None:
+        """Write each object on its own lines: text wraps to the width, a table fits it."""
+        if not objects:
+            self.file.write("\n")
+            return
+        for obj in objects:
+            if isinstance(obj, Table):
+                lines = obj.lines(self.width)
+            else:
+                text = obj if isinstance(obj, Text) else Text(str(obj))
+                if style:
+                    text = Text(style=style).append_text(text)
+                lines = text.wrap(self.width)
+            self.file.write("".join(line.render(self.color).rstrip(" ") + "\n" for line in lines))
