@@ -300,6 +300,11 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
                 raise RuleError(f"unknown backend {backend!r}; known: {', '.join(sorted(backend_ids))}",
                                 file=rule.file, rule=rule.id, position=f"line {rule.line}")
     entries = [_selection(t, backend_ids) for _, _, t in selection]
+    pool: dict[tuple[Any, ...], expr.Node] = {}
+    rules = [r._replace(predicate=expr.shared(r.predicate, pool),
+                        fixes=tuple(f._replace(value_node=expr.shared(f.value_node, pool)) if f.value_node else f
+                                    for f in r.fixes)) for r in rules]
+    entries = [e._replace(predicate=expr.shared(e.predicate, pool)) for e in entries]
     return RuleBase(rules=tuple(rules), backends=tuple(backends), selection=tuple(entries), files=tuple(names))
 
 
