@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from attndoctor.cli import main
 from attndoctor.engine.rules import load_rulebase
 from attndoctor.environment import environment_from_flags
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tests keep their caches (rule base, TOML, torch build facts) away from the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
+
 
 BACKENDS = """
 [[backend]]
@@ -168,5 +177,5 @@ def fake_probe(monkeypatch, **facts):
     env = environment_from_flags({"torch": "2.6.0", "cudnn": "none", "te": "none", "flash_attn": "none",
                                   "flash_attn_3": "none", "flash_attn_4": "none", "cudnn_frontend": "none", **facts})
     env.source = "probe"
-    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0: env)
+    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0, use_cache=True: env)
     return env

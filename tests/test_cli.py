@@ -62,7 +62,7 @@ def test_check_without_gpu_says_so_and_exits_zero(cli, monkeypatch):
     env = environment_from_flags({"torch": "2.6.0", "cudnn": "none", "te": "none", "flash_attn": "none",
                                   "flash_attn_3": "none", "flash_attn_4": "none", "cudnn_frontend": "none"})
     env.source, env.no_gpu = "probe", True
-    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0: env)
+    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0, use_cache=True: env)
     code, out, err = cli("check")
     assert code == 0, out + err
     assert "no NVIDIA GPU" in out
@@ -80,7 +80,7 @@ def test_check_with_nothing_installed_still_exits_zero(cli, monkeypatch):
     env = environment_from_flags({p: "none" for p in ("torch", "cudnn", "te", "flash_attn", "flash_attn_3",
                                                       "flash_attn_4", "cudnn_frontend")})
     env.source, env.no_gpu = "probe", True
-    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0: env)
+    monkeypatch.setattr("attndoctor.probe.probe", lambda timeout=20.0, use_cache=True: env)
     code, out, err = cli("check")
     assert code == 0 and "no NVIDIA GPU" in out
 

@@ -28,6 +28,7 @@ from attndoctor.probe.api import api_facts, function_parameters, locate_flash_at
 from attndoctor.probe.cudnn_lib import cudnn_version_text, probe_cudnn_library, site_cudnn_libraries
 from attndoctor.probe.envvars import relevant_env_vars
 from attndoctor.probe.packages import check_import, package_versions
+from attndoctor.probe import torch_info
 from attndoctor.probe.torch_info import arch_supported
 
 
@@ -385,6 +386,44 @@ def test_torch_facts_through_a_subprocess(site: Site, monkeypatch: pytest.Monkey
         "torch imported in-process"
 
 
+def test_torch_build_facts_are_reused_while_torch_is_unchanged(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_nvml(monkeypatch, [H100])
+    fake_torch(site, version="2.11.0+cu130", cuda="13.0", cudnn=91900, available=True)
+    first = probe(timeout=15)
+    calls: list[str] = []
+    real = torch_info.run_python
+    monkeypatch.setattr(torch_info, "run_python", lambda *a, **k: calls.append("torch") or real(*a, **k))
+    second = probe(timeout=15)
+    assert calls == []
+    for name in ("torch", "cuda", "cudnn"):
+        assert second.versions[name] == first.versions[name]
+    assert (second.cudnn_compiled, second.torch_arch_list) == (first.cudnn_compiled, first.torch_arch_list)
+    assert second.api["torch.arch_supported"] is True
+    assert second.torch_cuda_available is None  # a fact about the device, never taken from the cache
+    assert notes_with(second, "this torch installation is unchanged since", "info")
+    assert not notes_with(first, "unchanged since")
+
+    probe(timeout=15, use_cache=False)
+    assert calls == ["torch"]
+    fake_torch(site, version="2.11.0+cu130", cuda="13.0", cudnn=92000, available=True, dist=False)  # reinstalled
+    third = probe(timeout=15)
+    assert calls == ["torch", "torch"]
+    assert third.versions["cudnn"] == "9.20.0"
+
+
+def test_torch_facts_are_not_cached_when_the_device_is_asked_or_the_import_fails(
+        site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_nvml(monkeypatch, [], init_error="NVML Shared Library Not Found")
+    fake_torch(site, available=True, capability=(8, 9), device="NVIDIA L40S")
+    probe(timeout=15)
+    assert (probe(timeout=15).gpu, len(notes_with(probe(timeout=15), "unchanged since"))) == ("L40S", 0)
+    fake_nvml(monkeypatch, [H100])
+    fake_torch(site, fail="raise ImportError('undefined symbol: _ZN3c10')\n", dist=False)
+    probe(timeout=15)
+    again = probe(timeout=15)
+    assert "torch" in again.import_errors and not notes_with(again, "unchanged since")
+
+
 def test_torch_without_kernels_for_this_gpu(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nvml(monkeypatch, [RTX5090])
     fake_torch(site, arch="sm_50 sm_80 sm_86 sm_90")  # torch cu124 wheels: no PTX
@@ -647,7 +686,7 @@ def test_a_failing_step_is_a_note_not_an_exception(monkeypatch: pytest.MonkeyPat
 
 
 def test_probe_survives_anything(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe_pkg, "_probe", lambda env, timeout: 1 / 0)
+    monkeypatch.setattr(probe_pkg, "_probe", lambda env, timeout, use_cache: 1 / 0)
     env = probe()
     assert notes_with(env, "the probe failed: ZeroDivisionError", "error")
 

@@ -14,6 +14,8 @@ from .options import with_groups
 @with_groups("config", "output", "gate", formats=REPORT_FORMATS)
 @handle_errors
 def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allowed for each probe step."),
+          no_cache: bool = typer.Option(False, "--no-cache", help="Import torch again rather than reuse its build "
+                                        "facts from the last check (they are reused while torch is unchanged)."),
           config: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Check this machine: which backends run your config (or well-known model shapes), and which each framework picks."""
     from ..probe import probe
@@ -24,9 +26,9 @@ def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allo
         from rich.console import Console
 
         with Console(stderr=True).status("probing this machine (GPU, torch, cuDNN, flash-attn, TE)…"):
-            environment = probe(timeout=timeout)
+            environment = probe(timeout=timeout, use_cache=not no_cache)
     else:
-        environment = probe(timeout=timeout)
+        environment = probe(timeout=timeout, use_cache=not no_cache)
     report = diagnose_many(configs, environment, command="check", backends=output.get("backend"),
                            rules_dir=output.get("rules_dir"), ignore=project.ignore)
     emit(report, output=output, gate=gate)

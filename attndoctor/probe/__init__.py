@@ -28,18 +28,19 @@ _SUBPROCESS_MARGIN = 0.5
 """Seconds a subprocess's timeout stays below the probe's, so that the step reports its own timeout."""
 
 
-def probe(timeout: float = 20.0) -> Environment:
-    """Facts about this machine; `timeout` bounds the whole probe, in seconds. Never raises."""
+def probe(timeout: float = 20.0, *, use_cache: bool = True) -> Environment:
+    """Facts about this machine; `timeout` bounds the whole probe, in seconds; `use_cache` allows torch's build
+    facts to come from the cache while torch is unchanged. Never raises."""
     env = Environment(source="probe")
     try:
-        _probe(env, float(timeout))
+        _probe(env, float(timeout), use_cache)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a probe bug is a note, not a traceback
         env.notes.append(note("probe", "error", f"the probe failed: {type(exc).__name__}: {exc}"))
     env.source = "probe"
     return env
 
 
-def _probe(env: Environment, timeout: float) -> None:
+def _probe(env: Environment, timeout: float, use_cache: bool) -> None:
     timeout = max(timeout, 0.5)
     deadline = time.monotonic() + timeout
     sub = max(0.25, timeout - _SUBPROCESS_MARGIN)
@@ -55,7 +56,7 @@ def _probe(env: Environment, timeout: float) -> None:
     parts = [
         nvml,
         Part("torch", lambda: probe_torch(sub, installed_version=versions.get("torch"),
-                                          query_device=not nvml_knows_gpu)),
+                                          query_device=not nvml_knows_gpu, use_cache=use_cache)),
         Part("cudnn", lambda: probe_cudnn_library(sub)),
         Part("api", lambda: probe_api(versions)),
     ]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import json
 import os
 import re
+import sys
+import time
+import zlib
+from pathlib import Path
 
 from ..environment import ABSENT, Environment
 from ._run import MARKER, note, run_python
@@ -47,10 +53,16 @@ def torch_installed() -> bool:
     return distribution_version("torch") is not None
 
 
-def probe_torch(timeout: float, *, installed_version: str | None = None, query_device: bool = True) -> Environment:
+def probe_torch(timeout: float, *, installed_version: str | None = None, query_device: bool = True,
+                use_cache: bool = True) -> Environment:
     """A partial Environment: versions torch/cuda/cudnn, torch_arch_list, torch_cuda_available, cudnn_compiled,
     import_errors["torch"], notes; gpu/sm from torch's device 0 when `query_device` (it creates a CUDA context,
-    so it is skipped when NVML already named the GPU). Never raises."""
+    so it is skipped when NVML already named the GPU). Never raises.
+
+    Importing torch takes seconds (4-6 s on an H100 machine), and what it says about its own build does not change
+    until torch or the libraries it loads do: those facts are kept in the user's cache, keyed by the files behind
+    them, and reused when the device need not be asked (`use_cache`).
+    """
     env = Environment(source="probe")
     if installed_version == ABSENT or (installed_version is None and not torch_installed()):
         env.versions["torch"] = ABSENT
@@ -58,10 +70,25 @@ def probe_torch(timeout: float, *, installed_version: str | None = None, query_d
     if installed_version:
         env.versions["torch"] = installed_version
     label = f"torch {installed_version}" if installed_version else "torch"
+    cache = None if query_device or not use_cache else build_facts_cache()
+    if cache is not None and cache.exists():
+        try:
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            fill_from_payload(env, data)
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(cache.stat().st_mtime))
+            env.notes.append(note("torch", "info", f"torch's build facts (CUDA, cuDNN, architectures) are those read "
+                                  f"on {when}: this torch installation is unchanged since; "
+                                  "`attndoctor check --no-cache` imports it again"))
+            return env
     # NVML-based is_available() needs no CUDA driver initialisation (PyTorch reads this variable).
     child = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1")
     result = run_python(TORCH_SNIPPET, ["device"] if query_device else [], timeout=timeout, env=child)
     data = result.payload()
+    if cache is not None and data is not None and not data.get("errors"):
+        _store(cache, {k: v for k, v in data.items() if k not in DEVICE_FACTS})
     if result.timed_out:
         env.notes.append(note("torch", "warning", f"import torch did not finish within {timeout:.0f} s; "
                               "the CUDA, cuDNN and GPU facts torch would give are unknown"))
@@ -76,6 +103,48 @@ def probe_torch(timeout: float, *, installed_version: str | None = None, query_d
         return env
     fill_from_payload(env, data)
     return env
+
+
+DEVICE_FACTS = ("cuda_available", "capability", "device_name")
+"""What the snippet says about this machine's GPU rather than about torch's build: never cached."""
+
+
+def build_facts_cache() -> Path | None:
+    """Where torch's build facts are kept: a file named by this interpreter, torch's files and the libraries and
+    loader settings that decide what it loads; None when there is no torch to fingerprint or caching is off."""
+    from .._toml import _cache_dir  # noqa: PLC0415
+    from .cudnn_lib import site_cudnn_libraries  # noqa: PLC0415
+
+    folder = _cache_dir()
+    try:
+        spec = importlib.machinery.PathFinder.find_spec("torch")  # the torch a child process would import
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    except (ImportError, ValueError, AttributeError):
+        return None
+    if folder is None or not locations:
+        return None
+    torch_dir = Path(locations[0])
+    files = [torch_dir / "version.py", torch_dir / "__init__.py", *sorted(torch_dir.glob("_C*.so")),
+             *sorted((torch_dir / "lib").glob("libtorch_cuda*.so")), *map(Path, site_cudnn_libraries())]
+    parts = [sys.executable, os.environ.get("LD_LIBRARY_PATH", ""), os.environ.get("LD_PRELOAD", "")]
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
+    key = "|".join(parts).encode()
+    return folder.parent / f"torch-build-{zlib.crc32(key):08x}-{len(key)}.json"
+
+
+def _store(path: Path, data: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def fill_from_payload(env: Environment, data: dict) -> None:
