@@ -97,6 +97,13 @@ def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch, stream: type
     assert "✗ refused" in out.getvalue()
 
 
+def test_wrapped_lines_hang_under_the_first() -> None:
+    out = io.StringIO()
+    Console(out).print(Text("  info: " + "word " * 40, style="dim"))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("  info: word") and lines[1].startswith("    word")
+
+
 def test_console_wraps_long_text_to_the_file_width() -> None:
     out = io.StringIO()
     console = Console(out)

@@ -22,6 +22,9 @@ MIN_WRAP = 12
 MAX_WORD = 24
 """A wrapping column is never narrower than MIN_WRAP, nor than its longest word up to MAX_WORD (longer ones are cut)."""
 
+HANG = 2
+"""How much further than its first line a printed line that wraps is indented."""
+
 FILE_WIDTH = 140
 """Line width when the output is not a terminal: wide enough to read in a file or a CI log."""
 
@@ -76,11 +79,15 @@ class Text:
             out.append(self._slice(start, end))
             start = end + 1
 
-    def wrap(self, width: int) -> list["Text"]:
-        """Lines no wider than `width`, broken between words (a longer word is cut)."""
+    def wrap(self, width: int, indent: int = 0) -> list["Text"]:
+        """Lines no wider than `width`, broken between words (a longer word is cut); the lines a long line wraps
+        onto start with `indent` spaces."""
         out: list[Text] = []
+        width = max(1, width)
+        indent = min(indent, width // 2)
         for line in self.split_lines():
-            out.extend(line._slice(a, b) for a, b in _wrap_offsets(line.plain, max(1, width)))
+            for i, (a, b) in enumerate(_wrap_offsets(line.plain, width, width - indent)):
+                out.append(Text(" " * indent).append_text(line._slice(a, b)) if i and indent else line._slice(a, b))
         return out
 
     def render(self, color: bool, pad_to: int = 0) -> str:
@@ -93,13 +100,15 @@ def _styled(text: str, style: str) -> str:
     return f"\x1b[{codes}m{text}\x1b[0m" if codes else text
 
 
-def _wrap_offsets(text: str, width: int) -> list[tuple[int, int]]:
-    """(start, end) of each wrapped line of one line of text; spaces at a break are dropped."""
-    if len(text) <= width:
+def _wrap_offsets(text: str, first: int, rest: int) -> list[tuple[int, int]]:
+    """(start, end) of each wrapped line of one line of text, the first `first` wide and the others `rest`; spaces
+    at a break are dropped."""
+    if len(text) <= first:
         return [(0, len(text))]
     lines: list[tuple[int, int]] = []
     start, n = 0, len(text)
     while start < n:
+        width = rest if lines else first
         if n - start <= width:
             lines.append((start, n))
             break
@@ -224,5 +233,6 @@ class Console:
                 text = obj if isinstance(obj, Text) else Text(str(obj))
                 if style:
                     text = Text(style=style).append_text(text)
-                lines = text.wrap(self.width)
+                plain = text.plain
+                lines = text.wrap(self.width, indent=len(plain) - len(plain.lstrip(" ")) + HANG)
             self.file.write("".join(line.render(self.color).rstrip(" ") + "\n" for line in lines))
