@@ -1,8 +1,8 @@
-"""TOML reading on every supported Python (tomllib from 3.11, tomli before), with a JSON cache for speed."""
+"""TOML reading on every supported Python (tomllib from 3.11, tomli before), with a cache for speed."""
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import sys
 import zlib
@@ -30,22 +30,25 @@ def _cache_dir() -> Path | None:
 
 
 def load_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
-    """A TOML file's text and data; the parsed data is reused from a JSON cache while the file is unchanged."""
+    """A TOML file's text and data; the parsed data is reused from the cache while the file is unchanged (marshal:
+    built in, so nothing to import, and faster to read than JSON)."""
     text = path.read_text(encoding="utf-8")
     folder = _cache_dir()
     if folder is None:
         return text, loads_toml(text)
     raw = text.encode("utf-8")
-    cached = folder / f"{zlib.crc32(raw):08x}-{len(raw)}.json"
+    cached = folder / f"{zlib.crc32(raw):08x}-{len(raw)}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
     try:
-        return text, json.loads(cached.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = marshal.loads(cached.read_bytes())
+        if isinstance(data, dict):
+            return text, data
+    except (OSError, ValueError, EOFError, TypeError):
         pass
     data = loads_toml(text)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
+        tmp.write_bytes(marshal.dumps(data))
         os.replace(tmp, cached)
     except (OSError, TypeError, ValueError):
         pass

@@ -1,8 +1,5 @@
 """The attention configuration a user asks about, validated so that every later step can trust it."""
 
-from __future__ import annotations
-
-import json
 import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -317,6 +314,8 @@ def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:
 
 def load_config_file(path: str | Path) -> list[AttentionConfig]:
     """Configs from .json (object or list), .jsonl, or .toml with [[config]] tables."""
+    import json
+
     p = Path(path)
     name = str(path)
     if not p.exists():

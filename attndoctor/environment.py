@@ -1,8 +1,5 @@
 """The machine a config would run on: GPU, library versions, API facts and switches, known or unknown."""
 
-from __future__ import annotations
-
-import json
 import re
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
@@ -207,6 +204,8 @@ def _str_map(value: Any, key: str, where: str) -> dict[str, str]:
 
 def load_env_file(path: str | Path) -> Environment:
     """An Environment from another machine's `check --format json` output."""
+    import json
+
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{path}: no such env file")

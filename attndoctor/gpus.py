@@ -1,7 +1,5 @@
 """The GPU catalogue (data/gpus.toml): names, compute capabilities and datasheet figures, and name matching."""
 
-from __future__ import annotations
-
 import functools
 import re
 from pathlib import Path

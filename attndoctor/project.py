@@ -14,8 +14,6 @@
     heads = 32
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence

@@ -1,7 +1,5 @@
 """Evaluate the rule base for one config on one machine: complete three-valued verdicts, verified fixes, selection."""
 
-from __future__ import annotations
-
 import functools
 import itertools
 import re

@@ -1,8 +1,5 @@
 """The rule condition language: a closed set of names, type-checked at load, evaluated in three values, no eval."""
 
-from __future__ import annotations
-
-import difflib
 import re
 from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
@@ -108,39 +105,39 @@ class Var(NamedTuple):
 
 class ListLit(NamedTuple):
     col: int
-    items: tuple[Node, ...]
+    items: "tuple[Node, ...]"
 
 
 class Call(NamedTuple):
     col: int
     func: str
-    args: tuple[Node, ...]
+    args: "tuple[Node, ...]"
 
 
 class Unary(NamedTuple):
     col: int
     op: str
-    operand: Node
+    operand: "Node"
 
 
 class Binary(NamedTuple):
     col: int
     op: str
-    left: Node
-    right: Node
+    left: "Node"
+    right: "Node"
 
 
 class Compare(NamedTuple):
     col: int
     op: str
-    left: Node
-    right: Node
+    left: "Node"
+    right: "Node"
 
 
 class BoolOp(NamedTuple):
     col: int
     op: str
-    items: tuple[Node, ...]
+    items: "tuple[Node, ...]"
 
 
 class InRange(NamedTuple):
@@ -181,7 +178,7 @@ def shared(node: Node, pool: dict[tuple[Any, ...], Node]) -> Node:
 
 # ---------------------------------------------------------------- tokenizer and parser
 
-_TOKEN = re.compile(
+_TOKEN = (
     r"\s*(?:(?P<num>\d+\.\d+|\d+)|(?P<str>'[^']*'|\"[^\"]*\")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<op>==|!=|<=|>=|//|[<>+\-*%()\[\],]))"
 )
@@ -194,7 +191,7 @@ def _tokenize(text: str) -> list[tuple[str, Any, int]]:
     while pos < len(text):
         if text[pos:].strip() == "":
             break
-        match = _TOKEN.match(text, pos)
+        match = re.compile(_TOKEN).match(text, pos)
         if not match or match.end() == pos:
             col = pos + len(text[pos:]) - len(text[pos:].lstrip()) + 1
             raise ExprError(f"unexpected character {text[col - 1]!r}", col)
@@ -361,6 +358,8 @@ def _check(node: Node) -> tuple[Node, str]:
         return node, STR
     if isinstance(node, Var):
         if node.name not in VARIABLES:
+            import difflib
+
             close = difflib.get_close_matches(node.name, list(VARIABLES), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ExprError(f"unknown name {node.name!r}{hint}", node.col)

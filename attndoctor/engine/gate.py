@@ -11,8 +11,6 @@ they are facts to report, not a config that cannot run. `check` with no config s
 there a shape that nothing runs (Gemma-2's softcap on PyTorch SDPA) is reported, not a failure.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple, Sequence
 
 from .evaluate import ConfigResult, Report, Verdict

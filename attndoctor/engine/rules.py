@@ -1,7 +1,5 @@
 """Rules as data: one TOML table per upstream fact, validated at load so a bad file fails loudly and precisely."""
 
-from __future__ import annotations
-
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -29,8 +27,9 @@ FIX_RANK = {"set": 0, "unset": 0, "upgrade": 1, "change": 2, "downgrade": 3}
 """Smaller is cheaper: an environment switch, then an upgrade (the remedy upstream intends), then a config
 workaround (padding, a layout change), then a downgrade."""
 CHANGEABLE = tuple(v for v in expr.CONFIG_VARIABLES if v not in ("qkv_format",))
-ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
-ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ID_PATTERN = r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$"
+ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""Patterns as text: `re` compiles them on first use, which only a rule file that is not in the cache needs."""
 RULE_KEYS = {"id", "title", "backends", "effect", "surfaces", "when", "condition", "message", "symptom", "fixes",
              "references", "examples", "evidence", "notes"}
 
@@ -315,7 +314,7 @@ def _tables(doc: Mapping[str, Any], key: str, file: str) -> list[dict[str, Any]]
     return value
 
 
-_ID_LINE = re.compile(r'^\s*id\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)
+_ID_LINE = r'(?m)^\s*id\s*=\s*["\']([^"\']+)["\']'
 _LINES: dict[int, tuple[str, dict[str, int]]] = {}
 
 
@@ -324,7 +323,7 @@ def _line_of(text: str, ident: str) -> int:
     hit = _LINES.get(id(text))
     if hit is None or hit[0] is not text:
         index: dict[str, int] = {}
-        for match in _ID_LINE.finditer(text):
+        for match in re.finditer(_ID_LINE, text):
             index.setdefault(match.group(1), text.count("\n", 0, match.start()) + 1)
         hit = _LINES[id(text)] = (text, index)
     return hit[1].get(ident, 0)
@@ -452,7 +451,7 @@ def _fix(raw: Any, err: Any) -> Fix:
         if free:
             raise err(f"fixes: change {target} may only read config fields, not {sorted(free)[0]}")
         return Fix(kind, target, to, note, node)
-    if not ENV_VAR_PATTERN.match(target):
+    if not re.match(ENV_VAR_PATTERN, target):
         raise err(f"fixes: {kind} takes an environment variable name such as NVTE_FUSED_ATTN")
     if kind == "set" and not isinstance(to, str):
         raise err(f"fixes: set {target} needs to = 'VALUE' (text)")
@@ -482,7 +481,7 @@ def _rule(table: dict[str, Any], file: str, text: str) -> Rule:
     def err(msg: str) -> RuleError:
         return RuleError(msg, file=file, rule=str(ident or "?"), position=f"line {line}" if line else "")
 
-    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+    if not isinstance(ident, str) or not re.match(ID_PATTERN, ident):
         raise err("id: expected upper-case words joined by '-', e.g. TE-FUSED-SEQ64")
     extra = sorted(set(table) - RULE_KEYS)
     if extra:
@@ -537,7 +536,7 @@ def _selection(table: dict[str, Any], backend_ids: set[str]) -> SelectionEntry:
     def err(msg: str) -> RuleError:
         return RuleError(msg, file=file, rule=str(ident), position=f"line {_line_of(text, str(ident))}")
 
-    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+    if not isinstance(ident, str) or not re.match(ID_PATTERN, ident):
         raise err("id: expected upper-case words joined by '-'")
     extra = sorted(set(table) - {"id", "framework", "when", "condition", "order", "note", "references"})
     if extra:

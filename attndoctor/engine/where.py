@@ -5,8 +5,6 @@ true but not an answer; sweeping the one package that decides the backend on a f
 packages at recent releases (or as given), says it the way a user asks: "te-fused: H100 with cuDNN ≥ 9.5".
 """
 
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 from ..config import DTYPES, AttentionConfig, with_changes
