@@ -197,3 +197,12 @@ def test_depends_verdicts_say_where_they_run(cli):
     assert blackwell["text"] == "≥9.11" and ampere["text"] == "✗"
     code, text, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--backend", "te-fused")
     assert "runs on" in text and "cudnn ≥9.5" in text and "not on A100" in text
+
+
+def test_a_depends_verdict_that_runs_nowhere_says_so(cli):
+    code, text, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--gpu", "H100",
+                        "--backend", "flash-attn-2")
+    assert "with the facts given, no flash_attn release runs it on H100 SXM" in text
+    assert "runs on not on" not in text
+    code, text, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--backend", "flash-attn-2")
+    assert "no flash_attn release runs it on A100 80GB, L40S, H100 SXM or B200" in text

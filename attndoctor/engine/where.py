@@ -72,11 +72,15 @@ def where_it_runs(evaluator: Evaluator, verdict: Verdict, config: AttentionConfi
 
 
 def describe_where(places: tuple[Where, ...]) -> str:
-    """One line: 'H100 SXM: cudnn ≥9.5 · B200: cudnn ≥9.11 · not on A100 80GB, L40S'."""
+    """One line: 'runs on H100 SXM: cudnn ≥9.5 · B200: cudnn ≥9.11 · not on A100 80GB, L40S'."""
     runs = [p for p in places if p.text != "✗"]
     never = [p.gpu for p in places if p.text == "✗"]
+    if not runs:
+        where = ", ".join(never[:-1]) + (" or " if len(never) > 1 else "") + never[-1] if never else "any GPU"
+        swept = places[0].swept if places else ""
+        return f"with the facts given, no {swept} release runs it on {where}" if swept else f"does not run on {where}"
     parts = [f"{p.gpu}" + (f": {p.swept} {p.text}" if p.swept and p.text != "✓" else "") for p in runs]
-    line = " · ".join(parts)
+    line = "runs on " + " · ".join(parts)
     if never:
-        line += (" · " if line else "") + "not on " + ", ".join(never)
+        line += " · not on " + ", ".join(never)
     return line

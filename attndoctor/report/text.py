@@ -89,7 +89,6 @@ def _why(v: Verdict) -> Text:
     if v.status == "depends" and v.where:
         from ..engine.where import describe_where
 
-        text.append("runs on ", style="yellow")
         text.append(describe_where(v.where), style="yellow")
         text.append("\n")
     open_ = [f for f in shown if f.applies is None]
