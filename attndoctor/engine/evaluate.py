@@ -268,9 +268,14 @@ class _Formatter(dict):
         return "?"
 
 
+@functools.lru_cache(maxsize=1024)
+def _placeholders(message: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"{([^{}]*)}", message))
+
+
 def _message(rule: Rule, facts: dict[str, Any]) -> str:
     """The rule's message with facts filled in; its title when a fact it names is unknown."""
-    names = re.findall(r"{([^{}]*)}", rule.message)
+    names = _placeholders(rule.message)
     if any(facts.get(n) is None for n in names):
         return rule.title
     return rule.message.format_map(_Formatter({n: str(facts[n]) for n in names}))
@@ -293,6 +298,7 @@ class Evaluator:
         self._values: dict[str, Any] = {}
         self._rule_ids = [r.id for r in base.rules]
         self._live: dict[tuple[Any, ...], dict[str, expr.Compiled]] = {}
+        self._live_env: tuple[Environment, dict[str, expr.Compiled]] | None = None
 
     def _live_rules(self, env: Environment) -> dict[str, expr.Compiled]:
         """Each rule with this machine's facts already filled in; rules that cannot apply here are left out.
@@ -301,10 +307,14 @@ class Evaluator:
         facts nobody gave), so a batch of configs on one machine, and every fix trial on the same machine,
         skips the version and arch tests. Keyed by the machine's facts, not the object.
         """
+        same = self._live_env
+        if same is not None and same[0] is env:
+            return same[1]
         machine = self.fact_cache.env(env)
         key = tuple(sorted(machine.items(), key=lambda kv: kv[0]))
         live = self._live.get(key)
         if live is not None:
+            self._live_env = (env, live)
             return live
         live = {}
         for rule in self.base.rules:
@@ -319,6 +329,7 @@ class Evaluator:
         if len(self._live) > 256:
             self._live.clear()
         self._live[key] = live
+        self._live_env = (env, live)
         return live
 
     def findings(self, backend: Backend, config: AttentionConfig, env: Environment,

@@ -1,5 +1,6 @@
 """The rule condition language: a closed set of names, type-checked at load, evaluated in three values, no eval."""
 
+import operator
 import re
 from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
@@ -556,7 +557,7 @@ def _compile(node: Node) -> Compiled:
         return lambda facts: value
     if isinstance(node, Var):
         name = node.name
-        return lambda facts: _fact(facts, name)
+        return lambda facts: facts.get(name, UNKNOWN)
     if isinstance(node, InRange):
         name, spec = node.name, node.spec
 
@@ -652,8 +653,21 @@ def _compile(node: Node) -> Compiled:
                 return (value in options) != negate
 
             return member
-        right = _compile(node.right)
         op = _COMPARE[node.op]
+        if isinstance(node.left, Var) and isinstance(node.right, Const) and not _is_absent(node.right.value):
+            # The common shape, `hdim > 256`: one closure instead of three. Only a text fact can be ABSENT.
+            name, const = node.left.name, node.right.value
+
+            def compare_fact(facts: Facts) -> Any:
+                x = facts.get(name, UNKNOWN)
+                if x is UNKNOWN:
+                    return UNKNOWN
+                if type(x) is str and x == ABSENT:
+                    return False
+                return op(x, const)
+
+            return compare_fact
+        right = _compile(node.right)
 
         def compare(facts: Facts) -> Any:
             x, y = left(facts), right(facts)
@@ -667,18 +681,17 @@ def _compile(node: Node) -> Compiled:
     raise TypeError(f"cannot compile {node!r}")
 
 
+def _is_absent(value: Any) -> bool:
+    return type(value) is str and value == ABSENT
+
+
 def _not(value: Any) -> Any:
     return UNKNOWN if value is UNKNOWN else not value
 
 
-_ARITH = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "//": lambda a, b: a // b, "%": lambda a, b: a % b,
-}
-_COMPARE = {
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod}
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+            ">=": operator.ge}
 
 
 # ---------------------------------------------------------------- partial evaluation and rendering
