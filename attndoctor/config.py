@@ -1,5 +1,6 @@
 """The attention configuration a user asks about, validated so that every later step can trust it."""
 
+import functools
 import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -297,12 +298,21 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
 
 def with_changes(config: AttentionConfig, changes: Mapping[str, Any]) -> AttentionConfig:
     """A copy with a few fields changed, each validated, and the cross-field rules checked again (fast path)."""
-    probe = _make({k: v for k, v in changes.items()})
-    values = {k: getattr(probe, k) for k in changes}
+    try:
+        values = _validated(tuple(changes.items()))
+    except TypeError:  # an unhashable value: validate it without the cache
+        values = _validated.__wrapped__(tuple(changes.items()))
     out = config._replace(**values)
     if out.heads is not None and out.kv_heads is not None and out.heads % out.kv_heads:
         raise UsageError(f"kv_heads: heads ({out.heads}) must be a multiple of kv_heads ({out.kv_heads})")
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _validated(changes: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """The changed fields, validated on their own (fix trials try the same few changes on config after config)."""
+    probe = _make(dict(changes))
+    return {k: getattr(probe, k) for k, _ in changes}
 
 
 def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:

@@ -299,6 +299,8 @@ class Evaluator:
         self._rule_ids = [r.id for r in base.rules]
         self._live: dict[tuple[Any, ...], dict[str, expr.Compiled]] = {}
         self._live_env: tuple[Environment, dict[str, expr.Compiled]] | None = None
+        self._open: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
+        self._blocking: dict[str, list[Rule]] = {}
 
     def _live_rules(self, env: Environment) -> dict[str, expr.Compiled]:
         """Each rule with this machine's facts already filled in; rules that cannot apply here are left out.
@@ -345,12 +347,20 @@ class Evaluator:
             if value is True:
                 out.append(_finding(rule, True, facts))
             else:
-                rest = expr.residual(rule.predicate, facts)
-                missing = tuple(sorted(expr.free_names(rest)))
-                out.append(_finding(rule, None, facts, expr.render(rest), missing))
+                out.append(_finding(rule, None, facts, *self._open_condition(rule, facts)))
         order = {e: i for i, e in enumerate(EFFECTS)}
         out.sort(key=lambda f: (f.applies is not True, order[f.effect]))
         return out
+
+    def _open_condition(self, rule: Rule, facts: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+        """What is left of a rule's condition, as text, and the facts it still needs; the same for every config
+        that agrees on the facts the rule reads."""
+        key = (rule.id, *map(facts.get, rule.key_names))
+        found = self._open.get(key)
+        if found is None:
+            rest = expr.residual(rule.predicate, facts)
+            found = self._open[key] = (expr.render(rest), tuple(sorted(expr.free_names(rest))))
+        return found
 
     def status(self, backend: Backend, findings: Sequence[Finding]) -> str:
         if any(f.id == "AD-NOT-INSTALLED" and f.applies for f in findings):
@@ -372,9 +382,11 @@ class Evaluator:
             return self.status(backend, builtin)
         live = self._live_rules(env) if self.batch else None
         unknown = False
-        for rule in self.base.rules_for(backend.id):
-            if not rule.blocking or rule.id in self.ignore:
-                continue
+        blocking = self._blocking.get(backend.id)
+        if blocking is None:
+            blocking = self._blocking[backend.id] = [r for r in self.base.rules_for(backend.id)
+                                                     if r.blocking and r.id not in self.ignore]
+        for rule in blocking:
             if live is None:
                 value = self.memo.value(rule, facts)
             else:
