@@ -29,6 +29,21 @@ def _cache_dir() -> Path | None:
     return Path(base) / "attndoctor" / "toml"
 
 
+CACHE_KEEP = 8
+"""Cache files of one kind kept beside a new one (other rule folders, other versions); older ones are removed."""
+
+
+def prune_cache(folder: Path, pattern: str, keep: int = CACHE_KEEP) -> None:
+    """Remove all but the `keep` newest files matching `pattern`: a cache entry of an edited file is never read
+    again."""
+    try:
+        files = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in files[keep:]:
+            stale.unlink()
+    except OSError:
+        pass
+
+
 def load_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
     """A TOML file's text and data; the parsed data is reused from the cache while the file is unchanged (marshal:
     built in, so nothing to import, and faster to read than JSON)."""
@@ -50,6 +65,7 @@ def load_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
         tmp = cached.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(marshal.dumps(data))
         os.replace(tmp, cached)
+        prune_cache(folder, "*.marshal", keep=4 * CACHE_KEEP)
     except (OSError, TypeError, ValueError):
         pass
     return text, data

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from attndoctor.engine.rules import load_rulebase
@@ -84,3 +86,18 @@ def test_missing_folder_and_empty_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(RuleError):
         load_rulebase(str(tmp_path / "empty"))
+
+
+def test_old_cache_files_are_pruned(tmp_path: Path) -> None:
+    import os
+
+    from attndoctor._toml import prune_cache
+
+    for i in range(12):
+        path = tmp_path / f"rulebase-{i:02d}.pickle"
+        path.write_bytes(b"x")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    (tmp_path / "other.json").write_text("{}")
+    prune_cache(tmp_path, "rulebase-*.pickle", keep=8)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["other.json"] + [f"rulebase-{i:02d}.pickle" for i in range(4, 12)]

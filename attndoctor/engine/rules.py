@@ -223,7 +223,7 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
     import zlib
 
     from .. import __version__
-    from .._toml import _cache_dir
+    from .._toml import _cache_dir, prune_cache
 
     # The key: attndoctor's version, the code of the pickled classes, and every rule file (name, size, CRC-32).
     parts = [__version__.encode()]
@@ -254,6 +254,7 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
             with open(tmp, "wb") as handle:
                 pickle.dump(base, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, target)
+            prune_cache(target.parent, "rulebase-*.pickle")
         except (OSError, pickle.PicklingError, TypeError, AttributeError):
             pass
     return base

@@ -138,11 +138,14 @@ def build_facts_cache() -> Path | None:
 
 
 def _store(path: Path, data: dict) -> None:
+    from .._toml import prune_cache  # noqa: PLC0415
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, path)
+        prune_cache(path.parent, "torch-build-*.json")
     except OSError:
         pass
 
