@@ -337,9 +337,7 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
     named = list(dict.fromkeys(backends or []))
-    unknown = [b for b in named if b not in ids]
-    if unknown:
-        raise UsageError(f"--backend: unknown backend {unknown[0]!r}; accepted: {', '.join(ids)}")
+    base.check_backend_ids(named)
     opts = {**DEFAULT_OPTIONS, **{k: v for k, v in (options or {}).items() if v is not None}}
     evaluator = Evaluator(base)
     by_id = {b.id: b for b in base.backends}

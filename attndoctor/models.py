@@ -434,7 +434,7 @@ def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
             n_local = None if layers is None else (layers + 1) // 2
             count = "" if layers is None else f" ({n_local} of {layers} layers)"
             return [_sliding("local (sliding window)", size, key, f"gemma2: even layers 0, 2, 4, ...{count}"),
-                    _Kind("global", None, f"gemma2: odd layers 1, 3, 5, ... have no window")]
+                    _Kind("global", None, "gemma2: odd layers 1, 3, 5, ... have no window")]
 
     pattern, pattern_key = src.first(("sliding_window_pattern", "_sliding_window_pattern"))
     if pattern is not None:

@@ -75,10 +75,7 @@ def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, comma
     from .engine.rules import load_rulebase
 
     base = load_rulebase(rules_dir)
-    if backends:
-        unknown = [b for b in backends if b not in base.backend_ids]
-        if unknown:
-            raise UsageError(f"--backend: unknown backend {unknown[0]!r}; accepted: {', '.join(base.backend_ids)}")
+    base.check_backend_ids(backends)
     ignored = dict(ignore) if isinstance(ignore, Mapping) else {r: "" for r in ignore}
     for rule_id in ignored:
         if base.rule(rule_id) is None:

@@ -270,10 +270,7 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
-    if backends:
-        unknown = [b for b in backends if b not in ids]
-        if unknown:
-            raise UsageError(f"--backend: unknown backend {unknown[0]!r}; accepted: {', '.join(ids)}")
+    base.check_backend_ids(backends)
     evaluator = Evaluator(base)
     filled: list[AttentionConfig] = []
     filled_names: list[tuple[str, ...]] = []

@@ -34,13 +34,9 @@ def _check_format(fmt: str, accepted: tuple[str, ...] = ("text", "json")) -> Non
 def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", help="Only rules about this backend."),
                fmt: str = Format, rules_dir: Optional[str] = RulesDir) -> None:
     """List every rule: id, backends, effect, title."""
-    from ..errors import UsageError
-
     _check_format(fmt)
     base = _base(rules_dir)
-    for b in backend or []:
-        if b not in base.backend_ids:
-            raise UsageError(f"--backend: unknown backend {b!r}; accepted: {', '.join(base.backend_ids)}")
+    base.check_backend_ids(backend)
     rules = [r for r in base.rules if not backend or set(backend) & set(r.backends)]
     if fmt == "json":
         sys.stdout.write(json.dumps([r.to_dict() for r in rules], indent=2) + "\n")
@@ -129,13 +125,10 @@ def matrix(gpu: str = typer.Option("H100", "--gpu", help="The GPU (or sm90) the 
            rules_dir: Optional[str] = RulesDir) -> None:
     """The coverage picture generated from the rules: backend × feature → the versions that run it."""
     from ..engine.matrix import build_matrix, matrix_markdown
-    from ..errors import UsageError
 
     _check_format(fmt, ("text", "markdown", "json"))
     base = _base(rules_dir)
-    for b in backend or []:
-        if b not in base.backend_ids:
-            raise UsageError(f"--backend: unknown backend {b!r}; accepted: {', '.join(base.backend_ids)}")
+    base.check_backend_ids(backend)
     from ..gpus import resolve_gpu
 
     resolve_gpu(gpu)

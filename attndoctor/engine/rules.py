@@ -183,6 +183,13 @@ class RuleBase:
     def backend_ids(self) -> tuple[str, ...]:
         return tuple(b.id for b in self.backends)
 
+    def check_backend_ids(self, names: Iterable[str] | None, option: str = "--backend") -> None:
+        """Bad input in a backend option is exit 2 naming the first unknown id and the accepted ones."""
+        ids = self.backend_ids
+        unknown = next((b for b in names or () if b not in ids), None)
+        if unknown is not None:
+            raise UsageError(f"{option}: unknown backend {unknown!r}; accepted: {', '.join(ids)}")
+
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
 
