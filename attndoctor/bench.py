@@ -28,7 +28,6 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from . import __version__
 from .config import AttentionConfig
 from .environment import Environment
-from .errors import UsageError
 
 SCHEMA_VERSION = 1
 FLOP_FORMULA = ("forward = 2*B*H*Sq*Skv*(D+Dv)*f; backward = 2.5*forward; forward+backward = 3.5*forward; "
@@ -332,7 +331,7 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
 
     from .engine.evaluate import Evaluator, build_facts
     from .engine.rules import load_rulebase
-    from .verification import backend_environment, fill_defaults
+    from .verification import backend_environment, fill_defaults, kernel_worker
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -343,16 +342,9 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
     by_id = {b.id: b for b in base.backends}
     seed = random.SystemRandom().randrange(1, 2**31 - 1) if seed is None else int(seed)
     started = time.monotonic()
-    from attndoctor_kernels.supervisor import Supervisor, WorkerError
-
-    own = supervisor is None
-    sup = supervisor or Supervisor(device=device, timeout=timeout, runner_modules=runner_modules)
     results: list[ConfigBench] = []
-    try:
-        try:
-            inventory = sup.inventory(named or ids)
-        except WorkerError as exc:
-            raise UsageError(f"bench could not start its worker on {device}: {exc}") from None
+    with kernel_worker(supervisor, device=device, timeout=timeout, runner_modules=runner_modules,
+                       backends=named or ids, command="bench") as (sup, inventory):
         info = dict(getattr(sup, "info", {}) or {})
         gpu = gpu_facts(info.get("gpu") or env.gpu)
         plan: list[tuple[AttentionConfig, tuple[str, ...], Any, list[str], list[dict[str, str]]]] = []
@@ -412,8 +404,5 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
                                        defaults=names))
         if progress:
             progress(total, total, "done")
-    finally:
-        if own:
-            sup.close()
     return BenchReport(environment=env, results=results, gpu=gpu, options=opts, seed=seed,
                        wall_s=time.monotonic() - started, worker_info=info, inventory=inventory, device=device)

@@ -7,6 +7,7 @@ The engine never imports this module's kernel side: `run_verify` imports attndoc
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import random
@@ -14,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from . import __version__
 from .config import AttentionConfig, make_config
@@ -256,6 +257,25 @@ def verify_device(env: Environment, command: str = "verify") -> str:
 # ---------------------------------------------------------------- the run
 
 
+@contextlib.contextmanager
+def kernel_worker(supervisor: Any, *, device: str, timeout: float, runner_modules: Iterable[str],
+                  backends: Sequence[str], command: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The worker that runs the kernels, and what it finds installed; one started here is closed here, one passed
+    in stays the caller's."""
+    from attndoctor_kernels.supervisor import Supervisor, WorkerError
+
+    sup = supervisor or Supervisor(device=device, timeout=timeout, runner_modules=runner_modules)
+    try:
+        try:
+            inventory = sup.inventory(backends)
+        except WorkerError as exc:
+            raise UsageError(f"{command} could not start its worker on {device}: {exc}") from None
+        yield sup, inventory
+    finally:
+        if supervisor is None:
+            sup.close()
+
+
 ProgressFn = Callable[[int, int, str], None]
 
 
@@ -291,16 +311,10 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
             stream = open(record, "w", encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"--record: cannot write {record} ({exc.strerror})") from None
-    from attndoctor_kernels.supervisor import Supervisor, WorkerError
-
-    own = supervisor is None
-    sup = supervisor or Supervisor(device=device, timeout=timeout, runner_modules=runner_modules)
     observations: list[Observation] = []
-    try:
-        try:
-            inventory = sup.inventory(backends or ids)
-        except WorkerError as exc:
-            raise UsageError(f"verify could not start its worker on {device}: {exc}") from None
+    with stream or contextlib.nullcontext(), kernel_worker(
+            supervisor, device=device, timeout=timeout, runner_modules=runner_modules, backends=backends or ids,
+            command="verify") as (sup, inventory):
         run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
         total = len(filled) * len(run)
         done = 0
@@ -336,11 +350,6 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
             progress(total, total, "done")
         info = dict(getattr(sup, "info", {}) or {})
         starts = int(getattr(sup, "starts", 0))
-    finally:
-        if own:
-            sup.close()
-        if stream is not None:
-            stream.close()
     return VerifyReport(environment=env, observations=observations, inventory=inventory, backends=run,
                         configs=filled, defaults=defaults, seed=seed, wall_s=time.monotonic() - started,
                         worker_starts=starts, worker_info=info, record_path=record)

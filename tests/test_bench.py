@@ -355,3 +355,27 @@ def test_time_calls_rotates_sets_and_extends_a_noisy_measurement():
 
     samples = time_calls([noisy], "cpu", min_runs=6, max_runs=20, budget_ms=1000)
     assert len(samples) == 20, "a noisy median gets a second batch, up to max_runs"
+
+
+def test_a_worker_that_cannot_start_is_one_line_for_bench_and_verify(tmp_path):
+    from attndoctor.errors import UsageError
+    from attndoctor.verification import run_verify
+    from attndoctor_kernels.supervisor import WorkerError
+
+    class Unstartable(PlantedSupervisor):
+        closed = False
+
+        def inventory(self, backends):
+            raise WorkerError("CUDA driver initialisation failed")
+
+        def close(self):
+            self.closed = True
+
+    sup = Unstartable()
+    with pytest.raises(UsageError, match="^bench could not start its worker on cuda: CUDA driver initialisation"):
+        run_bench([_config()], _h100_env(), supervisor=sup, seed=1)
+    record = tmp_path / "obs.jsonl"
+    with pytest.raises(UsageError, match="^verify could not start its worker on cuda: CUDA driver initialisation"):
+        run_verify([_config()], _h100_env(), supervisor=sup, seed=1, record=str(record))
+    assert not sup.closed  # a worker passed in stays the caller's
+    assert record.exists() and record.read_text() == ""
