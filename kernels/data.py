@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from .spec import CaseSpec, LayoutPlan, alibi_slopes
+from .spec import CaseSpec, LayoutPlan, alibi_slopes, bshd_view
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 if hasattr(torch, "float8_e4m3fn"):
@@ -165,25 +165,13 @@ def additive_bias(case: CaseData) -> torch.Tensor | None:
 
 def to_format(x: torch.Tensor, fmt: str, lens: tuple[int, ...]) -> torch.Tensor:
     """Canonical (B, S, H, D) -> the tensor in `fmt` (a view for bshd/sbhd/bhsd, packed tokens for thd)."""
-    if fmt == "bshd":
-        return x
-    if fmt == "sbhd":
-        return x.transpose(0, 1)
-    if fmt == "bhsd":
-        return x.transpose(1, 2)
     if fmt == "thd":
         return torch.cat([x[b, :n] for b, n in enumerate(lens)], dim=0)
-    raise ValueError(fmt)
+    return bshd_view(x, fmt)
 
 
 def from_format(y: torch.Tensor, fmt: str, lens: tuple[int, ...], batch: int, seqlen: int) -> torch.Tensor:
     """The inverse of to_format: back to canonical (B, S, H, D); thd padding rows become NaN."""
-    if fmt == "bshd":
-        return y
-    if fmt == "sbhd":
-        return y.transpose(0, 1)
-    if fmt == "bhsd":
-        return y.transpose(1, 2)
     if fmt == "thd":
         out = torch.full((batch, seqlen) + tuple(y.shape[1:]), float("nan"), dtype=y.dtype, device=y.device)
         start = 0
@@ -191,7 +179,7 @@ def from_format(y: torch.Tensor, fmt: str, lens: tuple[int, ...], batch: int, se
             out[b, :n] = y[start:start + n]
             start += n
         return out
-    raise ValueError(fmt)
+    return bshd_view(y, fmt)
 
 
 def lead_shape(fmt: str, batch: int, seqlen: int, total: int) -> tuple[int, ...]:

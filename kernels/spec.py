@@ -16,6 +16,18 @@ FORMATS = ("bshd", "sbhd", "thd", "bhsd")
 PACKS = ("separate", "fused", "qkv_3hd", "qkv_h3d", "kv_2hd", "kv_h2d")
 
 
+def bshd_view(x: Any, fmt: str) -> Any:
+    """A (format) tensor as the (B, S, H, D) view, and a (B, S, H, D) tensor as the (format) view: each of these
+    permutations is its own inverse. Packed tokens (thd) have no such view."""
+    if fmt == "bshd":
+        return x
+    if fmt == "sbhd":
+        return x.transpose(0, 1)
+    if fmt == "bhsd":
+        return x.transpose(1, 2)
+    raise ValueError(f"no (B, S, H, D) view of a {fmt} tensor")
+
+
 class NotBuilt(Exception):
     """The runners do not build this case (yet): the probe is `skipped`, with this reason."""
 

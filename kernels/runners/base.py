@@ -451,17 +451,6 @@ def bhsd_to(y: Any, fmt: str) -> Any:
     raise ValueError(fmt)
 
 
-def to_bshd(x: Any, fmt: str) -> Any:
-    """A (format) tensor as the (B, S, H, D) view flash-attn takes."""
-    if fmt == "bshd":
-        return x
-    if fmt == "sbhd":
-        return x.transpose(0, 1)
-    if fmt == "bhsd":
-        return x.transpose(1, 2)
-    raise ValueError(f"no (B, S, H, D) view of a {fmt} tensor")
-
-
 def pack_tokens(x_bshd: Any, lens: tuple[int, ...]) -> Any:
     """(B, S, H, D) -> (T, H, D) of the valid tokens (differentiable)."""
     import torch

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec import CaseSpec
-from .base import Call, KernelRunner, NotExpressible, autograd_grads, pack_tokens, to_bshd
+from ..spec import CaseSpec, bshd_view
+from .base import Call, KernelRunner, NotExpressible, autograd_grads, pack_tokens
 
 VARIANTS = {
     # backend: (module, distributions, has dropout, has alibi, window style)
@@ -93,7 +93,7 @@ class FlashAttnRunner(KernelRunner):
         max_q, max_kv = max(spec.lens_q), max(spec.lens_kv)
 
         def tokens(x: Any, fmt: str, lens: tuple[int, ...]) -> Any:
-            return x if fmt == "thd" else pack_tokens(to_bshd(x, fmt), lens)
+            return x if fmt == "thd" else pack_tokens(bshd_view(x, fmt), lens)
 
         def first(result: Any) -> Any:
             return result[0] if isinstance(result, (tuple, list)) else result
@@ -120,7 +120,8 @@ class FlashAttnRunner(KernelRunner):
 
         def forward() -> Any:
             q, k, v = layout.qkv()
-            out = func(to_bshd(q, plan.q_format), to_bshd(k, plan.kv_format), to_bshd(v, plan.kv_format), **kwargs)
+            out = func(bshd_view(q, plan.q_format), bshd_view(k, plan.kv_format), bshd_view(v, plan.kv_format),
+                       **kwargs)
             return first(out)
 
         del torch
