@@ -85,6 +85,22 @@ class CudnnFeRunner(KernelRunner):
         def api(x: Any, fmt: str) -> Any:
             return x if fmt == "thd" else to_bhsd(x, fmt)
 
+        def output(graph: Any, pack: dict[Any, Any], t: Any, x: Any, fmt: str, seqlen: int, heads: int,
+                   which: str, name: str) -> None:
+            """Mark a graph tensor as an output written into buffer x, laid out as `declare` lays out inputs."""
+            if fmt == "thd":
+                tok = x.stride(0)
+                t.set_output(True).set_dim([b, heads, seqlen, x.shape[-1]]).set_stride(
+                    [seqlen * tok, x.stride(1), tok, 1]).set_data_type(io)
+                rt, rv = ragged(graph, name, x, which)
+                t.set_ragged_offset(rt)
+                pack[rt] = rv
+                pack[t] = x
+            else:
+                view = to_bhsd(x, fmt)
+                t.set_output(True).set_dim(list(view.shape)).set_stride(list(view.stride())).set_data_type(io)
+                pack[t] = view
+
         # outputs: O in q's format, poisoned; gradients in the leaves' layout, poisoned
         o_fmt = plan.q_format
         if thd:
@@ -157,17 +173,7 @@ class CudnnFeRunner(KernelRunner):
                 fpack[rt] = rv
         fkw = options(fg, fpack)
         o, st = fg.sdpa(name="sdpa", q=tq, k=tk, v=tv, generate_stats=spec.train, **fkw)
-        if thd:
-            o.set_output(True).set_dim([b, h, sq, dv]).set_stride([sq * o_buf.stride(0), o_buf.stride(1),
-                                                                    o_buf.stride(0), 1]).set_data_type(io)
-            ro_t, ro_v = ragged(fg, "ro", o_buf, "q")
-            o.set_ragged_offset(ro_t)
-            fpack[ro_t] = ro_v
-            fpack[o] = o_buf
-        else:
-            o_view = to_bhsd(o_buf, o_fmt)
-            o.set_output(True).set_dim(list(o_view.shape)).set_stride(list(o_view.stride())).set_data_type(io)
-            fpack[o] = o_view
+        output(fg, fpack, o, o_buf, o_fmt, sq, h, "q", "ro")
         if spec.train:
             st.set_output(True).set_dim([b, h, sq, 1]).set_stride(list(stats.stride())).set_data_type(
                 cudnn.data_type.FLOAT)
@@ -214,18 +220,7 @@ class CudnnFeRunner(KernelRunner):
         for t, x, fmt, seqlen, heads, which, name in ((gq, dq, plan.q_format, sq, h, "q", "rdq"),
                                                       (gk, dk, plan.kv_format, sk, hk, "kv", "rdk"),
                                                       (gv, dvv, plan.kv_format, sk, hk, "kv", "rdv")):
-            if fmt == "thd":
-                tok = x.stride(0)
-                t.set_output(True).set_dim([b, heads, seqlen, x.shape[-1]]).set_stride(
-                    [seqlen * tok, x.stride(1), tok, 1]).set_data_type(io)
-                rt, rv = ragged(bg, name, x, which)
-                t.set_ragged_offset(rt)
-                bpack[rt] = rv
-                bpack[t] = x
-            else:
-                view = to_bhsd(x, fmt)
-                t.set_output(True).set_dim(list(view.shape)).set_stride(list(view.stride())).set_data_type(io)
-                bpack[t] = view
+            output(bg, bpack, t, x, fmt, seqlen, heads, which, name)
         bws = build(bg)
 
         def backward(out: Any) -> None:
