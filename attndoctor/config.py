@@ -69,15 +69,18 @@ class AttentionConfig(NamedTuple):
     name: str = ""
     origin: Mapping[str, str] | None = None
     """Where each field came from (model configs); not part of the config's identity."""
+    source: tuple[str, int] | None = None
+    """The file the config was read from and its 1-based line (0 when unknown), for locations in reports; not part
+    of the config's identity."""
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, AttentionConfig) and self[:-1] == other[:-1]
+        return isinstance(other, AttentionConfig) and self[:-2] == other[:-2]
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(self[:-1])
+        return hash(self[:-2])
 
     @property
     def qkv_format(self) -> str:
@@ -140,8 +143,8 @@ class AttentionConfig(NamedTuple):
         return f"{parts[0]}: {desc}" if parts else desc
 
 
-FIELDS = AttentionConfig._fields[:-1]
-"""The config fields of DESIGN.md (all but `origin`)."""
+FIELDS = AttentionConfig._fields[:-2]
+"""The config fields of DESIGN.md (all but `origin` and `source`)."""
 INT_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp")
 BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused")
 
