@@ -14,6 +14,7 @@
     heads = 32
 """
 
+import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -21,7 +22,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 from .config import AttentionConfig, make_config
 from .errors import UsageError
 
-KEYS = {"config", "models", "require", "require_any", "fail_on", "ignore", "environment", "env_file"}
+KEYS = ("config", "models", "require", "require_any", "fail_on", "ignore", "environment", "env_file")
 
 
 class ProjectConfig(NamedTuple):
@@ -36,11 +37,20 @@ class ProjectConfig(NamedTuple):
     ignore: Mapping[str, str] = MappingProxyType({})
     environment: Mapping[str, Any] = MappingProxyType({})
     env_file: str | None = None
+    lines: Mapping[str, int] = MappingProxyType({})
+    """The line of each setting in the file, so a value found wrong later can be named as file:line."""
+
+    def where(self, key: str) -> str:
+        """`file:line: key` for messages about a setting."""
+        line = self.lines.get(key)
+        if not self.path:
+            return key
+        return f"{self.path}:{line}: {key}" if line else f"{self.path}: {key}"
 
 
 def find_project_file(start: Path | None = None) -> Path | None:
     """attndoctor.toml, else a pyproject.toml that has [tool.attndoctor], in the current folder."""
-    folder = start or Path.cwd()
+    folder = start or Path()
     own = folder / "attndoctor.toml"
     if own.is_file():
         return own
@@ -61,64 +71,122 @@ def load_project(path: str | Path | None = None) -> ProjectConfig:
     file = Path(path) if path else find_project_file()
     if file is None:
         return ProjectConfig()
+    if file.is_dir():
+        raise UsageError(f"{file}: is a folder; expected attndoctor.toml or a pyproject.toml")
     if not file.is_file():
-        raise UsageError(f"{file}: no such project file")
+        raise UsageError(f"{file}: no such settings file")
     try:
-        doc = loads_toml(file.read_text(encoding="utf-8"))
+        text = file.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"{file}: not a text file") from None
+        raise UsageError(f"{file}: not a text file; expected TOML settings") from None
+    except OSError as exc:
+        raise UsageError(f"{file}: cannot read ({exc.strerror})") from None
+    try:
+        doc = loads_toml(text)
     except ValueError as exc:
         raise UsageError(f"{file}: not valid TOML ({exc})") from None
-    table = doc.get("tool", {}).get("attndoctor") if file.name == "pyproject.toml" else doc
+    nested = file.name == "pyproject.toml"
+    table = doc.get("tool", {}).get("attndoctor") if nested else doc
     if table is None:
         return ProjectConfig(path=str(file))
-    return _parse(table, str(file), file.parent)
+    prefix = "tool.attndoctor" if nested else ""
+    return _parse(table, str(file), file.parent, _key_lines(text, prefix))
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+
+
+def _key_lines(text: str, prefix: str) -> dict[str, int]:
+    """The first line of each top-level setting and of each [[config]] table (`config.1`, `config.2`, ...)."""
+    lines: dict[str, int] = {}
+    table = ""
+    configs = 0
+    config_table = f"{prefix}.config" if prefix else "config"
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header:
+            table = header.group(1).replace(" ", "").replace('"', "")
+            if table == config_table:
+                configs += 1
+                lines[f"config.{configs}"] = number
+            continue
+        key = _KEY.match(line)
+        if key and table == prefix:
+            name = key.group(1)
+            lines.setdefault(name, number)
+            if name == "config":
+                lines.setdefault("config.1", number)
+    return lines
 
 
 def _list_of_text(value: Any, key: str, where: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise UsageError(f"{where}: {key}: expected a list of text")
-    return value
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UsageError(f"{where}: expected a list of text such as [\"sdpa-cudnn\"], got {value!r}")
+    return [v.strip() for v in value]
 
 
-def _parse(table: Mapping[str, Any], where: str, base: Path) -> ProjectConfig:
+def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> ProjectConfig:
+    project = ProjectConfig(path=path, lines=MappingProxyType(dict(lines)))
+    where = project.where
     if not isinstance(table, Mapping):
-        raise UsageError(f"{where}: expected a table of settings")
-    extra = sorted(set(table) - KEYS)
+        raise UsageError(f"{path}: expected a table of settings")
+    extra = sorted(set(table) - set(KEYS))
     if extra:
-        raise UsageError(f"{where}: unknown setting {extra[0]!r}; accepted: {', '.join(sorted(KEYS))}")
-    out = ProjectConfig(path=where)
+        raise UsageError(f"{where(extra[0])}: unknown setting; accepted: {', '.join(KEYS)}")
     configs = table.get("config", [])
     if isinstance(configs, Mapping):
         configs = [configs]
-    if not isinstance(configs, list):
-        raise UsageError(f"{where}: config: expected [[config]] tables")
-    out.configs = [make_config(c, where=f"{where} config {i + 1}") for i, c in enumerate(configs)]
-    out.models = [str((base / m) if not Path(m).is_absolute() else m)
-                  for m in _list_of_text(table.get("models", []), "models", where)]
-    out.require = _list_of_text(table.get("require", []), "require", where)
-    out.require_any = _list_of_text(table.get("require_any", []), "require_any", where)
+    if not isinstance(configs, list) or not all(isinstance(c, Mapping) for c in configs):
+        raise UsageError(f"{where('config')}: expected [[config]] tables of config fields")
+    parsed = []
+    for i, values in enumerate(configs, 1):
+        line = lines.get(f"config.{i}", 0)
+        config = make_config(values, where=f"{path}:{line}: config {i}" if line else f"{path}: config {i}")
+        parsed.append(config._replace(source=(path, line)))
+    models = []
+    for m in _list_of_text(table.get("models", []), "models", where("models")):
+        model = Path(m) if Path(m).is_absolute() else base / m
+        if not model.exists():
+            raise UsageError(f"{where('models')}: no such model config {m!r} (a config.json or a folder holding one)")
+        models.append(str(model))
+    require = _list_of_text(table.get("require", []), "require", where("require"))
+    require_any = _list_of_text(table.get("require_any", []), "require_any", where("require_any"))
+    for group in require_any:
+        if not any(b.strip() for b in group.split(",")):
+            raise UsageError(f"{where('require_any')}: empty group; expected backend ids such as 'sdpa-flash,sdpa-cudnn'")
     fail_on = table.get("fail_on")
-    if fail_on is not None and not isinstance(fail_on, str):
-        raise UsageError(f"{where}: fail_on: expected text such as 'unsupported'")
-    out.fail_on = fail_on
-    ignore = table.get("ignore", [])
-    if not isinstance(ignore, list):
-        raise UsageError(f"{where}: ignore: expected a list of {{ rule = 'ID', reason = '...' }}")
-    for item in ignore:
-        if not isinstance(item, Mapping) or not isinstance(item.get("rule"), str) or \
-                not isinstance(item.get("reason"), str) or not item["reason"].strip():
-            raise UsageError(f"{where}: ignore: each entry needs rule = 'ID' and a reason = '...'")
-        out.ignore[item["rule"]] = item["reason"].strip()
+    if fail_on is not None:
+        from .engine.gate import SEVERITY
+
+        if fail_on not in SEVERITY:
+            raise UsageError(f"{where('fail_on')}: expected one of {', '.join(SEVERITY)}, got {fail_on!r}")
+    ignore: dict[str, str] = {}
+    items = table.get("ignore", [])
+    if not isinstance(items, list):
+        raise UsageError(f"{where('ignore')}: expected a list of {{ rule = 'ID', reason = '...' }}")
+    for item in items:
+        if not isinstance(item, Mapping) or set(item) - {"rule", "reason"} or not isinstance(item.get("rule"), str) \
+                or not isinstance(item.get("reason"), str) or not item["reason"].strip():
+            raise UsageError(f"{where('ignore')}: each entry needs rule = 'ID' and a reason = '...', got {item!r}")
+        ignore[item["rule"]] = item["reason"].strip()
     environment = table.get("environment", {})
     if not isinstance(environment, Mapping):
-        raise UsageError(f"{where}: environment: expected a table such as {{ gpu = 'H100', cudnn = '9.5.0' }}")
-    out.environment = dict(environment)
+        raise UsageError(f"{where('environment')}: expected a table such as {{ gpu = 'H100', cudnn = '9.5.0' }}")
+    from .environment import environment_from_flags
+
+    for key, value in environment.items():
+        try:
+            environment_from_flags({key: value})
+        except UsageError as exc:
+            raise UsageError(f"{where('environment')}.{key}: {exc}") from None
     env_file = table.get("env_file")
     if env_file is not None:
-        if not isinstance(env_file, str):
-            raise UsageError(f"{where}: env_file: expected a path")
-        out.env_file = str(base / env_file)
-    return out
+        if not isinstance(env_file, str) or not env_file.strip():
+            raise UsageError(f"{where('env_file')}: expected a path to another machine's `check --format json`")
+        env_file = str(base / env_file)
+    return project._replace(configs=tuple(parsed), models=tuple(models), require=tuple(require),
+                            require_any=tuple(require_any), fail_on=fail_on, ignore=MappingProxyType(ignore),
+                            environment=MappingProxyType(dict(environment)), env_file=env_file)

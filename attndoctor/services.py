@@ -69,7 +69,7 @@ def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:
 
 def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, command: str = "explain",
                   backends: Sequence[str] | None = None, rules_dir: str | None = None,
-                  ignore: Iterable[str] = ()) -> Any:
+                  ignore: Iterable[str] = (), ignore_from: str = "ignore") -> Any:
     """Evaluate every config on one environment and return a Report."""
     from .engine.evaluate import Evaluator, Report
     from .engine.rules import load_rulebase
@@ -79,7 +79,7 @@ def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, comma
     ignored = dict(ignore) if isinstance(ignore, Mapping) else {r: "" for r in ignore}
     for rule_id in ignored:
         if base.rule(rule_id) is None:
-            raise UsageError(f"ignore: no rule {rule_id!r}; see `attndoctor rules list`")
+            raise UsageError(f"{ignore_from}: no rule {rule_id!r}; see `attndoctor rules list`")
     evaluator = Evaluator(base, ignore=ignored, batch=len(configs) > 8)
     results = [evaluator.evaluate(c, env, backends) for c in configs]
     return Report(command=command, environment=env, results=results, rule_count=len(base.rules),

@@ -30,5 +30,6 @@ def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allo
     else:
         environment = probe(timeout=timeout, use_cache=not no_cache)
     report = diagnose_many(configs, environment, command="check", backends=output.get("backend"),
-                           rules_dir=output.get("rules_dir"), ignore=project.ignore)
+                           rules_dir=output.get("rules_dir"), ignore=project.ignore,
+                           ignore_from=project.where("ignore"))
     emit(report, output=output, gate=gate)

@@ -46,8 +46,10 @@ def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bo
     configs = configs_from_inputs(values, list(config.get("config_file") or []), default_bundled=default_bundled,
                                   models=models, project_configs=project.configs)
     gate["survey"] = default_bundled and not (values or config.get("config_file") or models or project.configs)
-    gate["require"] = gate.get("require") or project.require
-    gate["require_any"] = gate.get("require_any") or project.require_any
+    if not gate.get("require") and project.require:
+        gate["require"], gate["require_from"] = project.require, project.where("require")
+    if not gate.get("require_any") and project.require_any:
+        gate["require_any"], gate["require_from"] = project.require_any, project.where("require_any")
     gate["fail_on"] = gate.get("fail_on") or project.fail_on
     return configs, project
 
@@ -73,7 +75,8 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
     groups = require_any_groups(gate.get("require_any"))
     for backend in require + [b for g in groups for b in g]:
         if backend not in known:
-            raise UsageError(f"--require: unknown backend {backend!r}; accepted: {', '.join(sorted(known))}")
+            raise UsageError(f"{gate.get('require_from', '--require')}: unknown backend {backend!r}; "
+                             f"accepted: {', '.join(sorted(known))}")
     result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on,
                            survey=bool(gate.get("survey")))
     target = output.get("output_file")

@@ -20,5 +20,6 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
     env_file = facts.pop("env_file", None) or project.env_file
     environment = whatif_environment(facts, env_file, env_vars)
     report = diagnose_many(configs, environment, command="explain", backends=output.get("backend"),
-                           rules_dir=output.get("rules_dir"), ignore=project.ignore)
+                           rules_dir=output.get("rules_dir"), ignore=project.ignore,
+                           ignore_from=project.where("ignore"))
     emit(report, output=output, gate=gate)
