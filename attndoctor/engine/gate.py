@@ -1,6 +1,8 @@
 """The CI gate: named checks per config (exit 1 when one fails), the same for every output format.
 
-Without a requirement the gate fails only when no backend can run a config, or a wrong-results finding applies.
+By default the gate fails when no backend can run a config, when a wrong-results finding applies, or when a framework
+present in the environment (its package installed, or named with a version) selects a backend that fails at run
+time or gives wrong results: what the job would run is predicted to crash or be wrong.
 `--require ID`: that backend must be `supported` (a `depends` verdict fails: a gate wants certainty).
 `--require-any A,B`: at least one of them is supported.
 `--fail-on EFFECT`: any applying finding of that effect or a more severe one, on the backends in scope (the
@@ -13,7 +15,9 @@ there a shape that nothing runs (Gemma-2's softcap on PyTorch SDPA) is reported,
 
 from typing import NamedTuple, Sequence
 
+from ..environment import ABSENT, Environment
 from .evaluate import ConfigResult, Report, Verdict
+from .rules import FRAMEWORK_LABELS
 
 SEVERITY = {"info": 1, "slow": 2, "unsupported": 3, "api-mismatch": 4, "wrong-results": 5}
 MACHINE_FINDINGS = frozenset({"AD-NOT-INSTALLED", "AD-NO-GPU", "AD-IMPORT-FAILS"})
@@ -66,12 +70,40 @@ def _fixes(v: Verdict) -> list[str]:
     return [p.describe() for p in ([v.fix] if v.fix else []) + list(v.alternatives)]
 
 
+def present_frameworks(result: ConfigResult, env: Environment) -> frozenset[str]:
+    """The frameworks whose packages the environment has (probed, or named with a version): their choice runs."""
+    def known(package: str) -> bool:
+        return env.versions.get(package) not in (None, ABSENT)
+
+    return frozenset(v.backend.framework for v in result.all_verdicts
+                     if v.backend.requires and all(map(known, v.backend.requires)))
+
+
+SELECTION_FAILS = {"fails": "fails at run time", "wrong-results": "gives wrong results"}
+
+
+def _selection_checks(result: ConfigResult, label: str, present: frozenset[str]) -> list[GateCheck]:
+    """A framework that is there and picks a backend predicted to crash or be wrong fails the job it runs."""
+    checks = []
+    verdicts = {v.backend.id: v for v in result.all_verdicts}
+    for s in result.selected:
+        if s.framework not in present or s.status not in ("selected", *SELECTION_FAILS):
+            continue
+        ok = s.status == "selected"
+        name = FRAMEWORK_LABELS.get(s.framework, s.framework)
+        reasons = [] if ok else [f"{name} selects {s.backend}, which {SELECTION_FAILS[s.status]} ({s.reason})"]
+        fixes = [] if ok or s.backend is None else _fixes(verdicts[s.backend])
+        checks.append(GateCheck(label, f"{s.framework} selection runs", ok, reasons, fixes, s.backend or ""))
+    return checks
+
+
 def config_checks(result: ConfigResult, *, require: Sequence[str] = (), require_any: Sequence[Sequence[str]] = (),
-                  fail_on: str | None = None, survey: bool = False) -> list[GateCheck]:
+                  fail_on: str | None = None, survey: bool = False,
+                  present: frozenset[str] = frozenset()) -> list[GateCheck]:
     """Every gate check for one config."""
     label = result.config.name or result.config.label()
     verdicts = {v.backend.id: v for v in result.all_verdicts}
-    checks: list[GateCheck] = []
+    checks: list[GateCheck] = _selection_checks(result, label, present)
     for backend in require:
         v = verdicts[backend]
         ok = v.supported is True
@@ -109,6 +141,7 @@ def config_checks(result: ConfigResult, *, require: Sequence[str] = (), require_
 def evaluate_gate(report: Report, *, require: Sequence[str] = (), require_any: Sequence[Sequence[str]] = (),
                   fail_on: str | None = None, survey: bool = False) -> GateResult:
     """Run every check on every config; a survey of the bundled shapes does not fail for a shape nothing runs."""
-    checks = [c for r in report.results for c in config_checks(r, require=require, require_any=require_any,
-                                                                  fail_on=fail_on, survey=survey)]
+    checks = [c for r in report.results for c in config_checks(
+        r, require=require, require_any=require_any, fail_on=fail_on, survey=survey,
+        present=present_frameworks(r, report.environment))]
     return GateResult(passed=all(c.passed for c in checks), checks=tuple(checks))

@@ -130,6 +130,10 @@ class Rule(NamedTuple):
         }
 
 
+FRAMEWORK_LABELS = {"pytorch": "PyTorch SDPA", "transformer-engine": "TransformerEngine"}
+"""How the frameworks that select a backend themselves are named to users."""
+
+
 class Backend(NamedTuple):
     """A backend id, the framework that owns it, and what it needs installed."""
 

@@ -7,6 +7,7 @@ from typing import IO
 from .. import __version__
 from ..engine.evaluate import ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
+from ..engine.rules import FRAMEWORK_LABELS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment
 from .term import Console, Table, Text
 
@@ -18,7 +19,6 @@ MARK = {
     "wrong-results": ("⚠", "magenta", "WRONG RESULTS"),
     "not-installed": ("–", "dim", "not installed"),
 }
-FRAMEWORK_LABEL = {"pytorch": "PyTorch SDPA", "transformer-engine": "TransformerEngine"}
 
 
 def environment_lines(env: Environment) -> list[Text]:
@@ -119,7 +119,7 @@ def _fix(v: Verdict) -> Text:
 
 
 def _selection_text(s: Selection) -> Text:
-    label = FRAMEWORK_LABEL.get(s.framework, s.framework)
+    label = FRAMEWORK_LABELS.get(s.framework, s.framework)
     text = Text()
     text.append(f"{label}: ", style="bold")
     if s.status == "selected":
@@ -169,7 +169,7 @@ def render_matrix(console: Console, report: Report) -> None:
         table.add_column(b, justify="center", no_wrap=True)
     frameworks = [s.framework for s in report.results[0].selected]
     for fw in frameworks:
-        table.add_column(f"{FRAMEWORK_LABEL.get(fw, fw)} runs", no_wrap=True)
+        table.add_column(f"{FRAMEWORK_LABELS.get(fw, fw)} runs", no_wrap=True)
     for r in report.results:
         row: list[Text | str] = [r.config.name or r.config.label()]
         row += [_mark(r.verdict(b).status, short=True) for b in installed]
