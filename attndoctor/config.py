@@ -183,9 +183,10 @@ def _float(name: str, value: Any, low: float, high: float | None, high_open: boo
         number = float(value)
     except (TypeError, ValueError):
         raise UsageError(f"{name}: expected a number, got {value!r}") from None
-    if math.isnan(number) or number < low or (high is not None and (number >= high if high_open else number > high)):
-        span = f"[{low:g}, {high:g})" if high is not None else f">= {low:g}"
-        raise UsageError(f"{name}: expected a number in {span}, got {value!r}")
+    above = high is not None and (number >= high if high_open else number > high)
+    if not math.isfinite(number) or number < low or above:
+        span = f"a number in [{low:g}, {high:g})" if high is not None else f"a finite number >= {low:g}"
+        raise UsageError(f"{name}: expected {span}, got {value!r}")
     return number
 
 
@@ -233,13 +234,38 @@ def parse_window(value: Any) -> tuple[int, int]:
     return (out[0], out[1])
 
 
-def make_config(values: Mapping[str, Any], *, where: str = "") -> AttentionConfig:
-    """Build a validated config from field names of DESIGN.md; `seqlen` sets both lengths."""
+def make_config(values: Mapping[str, Any], *, where: str = "", typed: bool = False) -> AttentionConfig:
+    """Build a validated config from field names of DESIGN.md; `seqlen` sets both lengths.
+
+    `typed` values come from a JSON or TOML file, where a number written as text is a mistake (flags are all text).
+    """
     prefix = f"{where}: " if where else ""
     try:
+        if typed:
+            _check_file_values(values)
         return _make(values)
     except UsageError as exc:
         raise UsageError(f"{prefix}{exc}") from None
+
+
+NUMBER_FIELDS = {**dict.fromkeys(INT_FIELDS + ("seqlen",), "a whole number"),
+                 **dict.fromkeys(("dropout", "softcap"), "a number"),
+                 **dict.fromkeys(BOOL_FIELDS + ("causal",), "true or false")}
+
+
+def _check_file_values(values: Any) -> None:
+    """What a file may not say although flags and internal callers may: numbers as text, seqlen beside another."""
+    if not isinstance(values, Mapping):
+        return
+    for key, value in values.items():
+        kind = NUMBER_FIELDS.get(str(key).replace("-", "_"))
+        if kind and isinstance(value, str):
+            raise UsageError(f"{key}: expected {kind}, got the text {value!r}; write it without quotes")
+    seqlen = values.get("seqlen")
+    for one in ("seqlen_q", "seqlen_kv"):
+        if seqlen is not None and values.get(one) is not None and values[one] != seqlen:
+            raise UsageError(f"seqlen: {seqlen!r} contradicts {one} {values[one]!r}; give seqlen for both lengths, "
+                             "or seqlen_q and seqlen_kv")
 
 
 def _make(values: Mapping[str, Any]) -> AttentionConfig:
@@ -252,8 +278,9 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
         data.setdefault("seqlen_kv", seqlen)
     if "causal" in data:
         if _bool("causal", data.pop("causal")):
-            if data.get("mask", "none") not in ("none", "causal"):
-                raise UsageError("causal: --causal is short for --mask causal and conflicts with the given mask")
+            if "mask" in data and data["mask"] != "causal":
+                raise UsageError(f"causal: contradicts mask {data['mask']!r} (causal is short for mask causal); "
+                                 "give one of them")
             data["mask"] = "causal"
     known = set(FIELDS) | {"origin"}
     unknown = sorted(set(data) - known)
@@ -327,7 +354,7 @@ def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:
 
 def load_config_file(path: str | Path) -> list[AttentionConfig]:
     """Configs from .json (object or list), .jsonl, or .toml with [[config]] tables."""
-    import json
+    from ._json import loads_json
 
     p = Path(path)
     name = str(path)
@@ -364,18 +391,12 @@ def load_config_file(path: str | Path) -> list[AttentionConfig]:
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
+            entries.append(loads_json(line, f"{name}:{number}"))
     elif suffix == ".json":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{name}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        doc = loads_json(text, name)
         entries = doc if isinstance(doc, list) else [doc]
     else:
         raise UsageError(f"{name}: unknown config file type {suffix or '(none)'}; accepted: .json, .jsonl, .toml")
     if not entries:
         raise UsageError(f"{name}: no configs found")
-    return [make_config(entry, where=f"{name} config {i + 1}") for i, entry in enumerate(entries)]
+    return [make_config(entry, where=f"{name} config {i + 1}", typed=True) for i, entry in enumerate(entries)]

@@ -23,6 +23,8 @@ PIP_NAMES = {
     "torch": "torch", "cudnn": "nvidia-cudnn-cu12", "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3",
     "flash_attn_4": "flash-attn-4", "cudnn_frontend": "nvidia-cudnn-frontend", "te": "transformer-engine[pytorch]",
 }
+REPORT_SCHEMA_VERSION = 1
+"""The version of the `explain`/`check --format json` document, whose `environment` object is what env files hold."""
 ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
 
 
@@ -135,6 +137,9 @@ class Environment:
 
 def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
     """Read the `environment` object of a `check --format json` report (or the whole report)."""
+    if isinstance(data, Mapping) and "schema_version" in data and data["schema_version"] != REPORT_SCHEMA_VERSION:
+        raise UsageError(f"{where}: schema_version {data['schema_version']!r} is not one this attndoctor reads "
+                         f"({REPORT_SCHEMA_VERSION}); write the file again with this version's `check --format json`")
     if isinstance(data, Mapping) and "environment" in data and isinstance(data["environment"], Mapping):
         data = data["environment"]
     if not isinstance(data, Mapping):
@@ -170,6 +175,13 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
         gpu = data.get("gpu")
         if gpu is not None and not isinstance(gpu, str):
             raise UsageError(f"{where}: gpu: expected a name, got {gpu!r}")
+        if gpu is not None and sm is None:
+            from .gpus import resolve_gpu
+
+            try:
+                gpu, sm = resolve_gpu(gpu)
+            except UsageError as exc:
+                raise UsageError(f"{where}: gpu: {exc}, or give its sm (compute capability) beside it") from None
         notes = data.get("notes") or []
         if not isinstance(notes, list):
             raise UsageError(f"{where}: notes: expected a list")
@@ -204,18 +216,19 @@ def _str_map(value: Any, key: str, where: str) -> dict[str, str]:
 
 def load_env_file(path: str | Path) -> Environment:
     """An Environment from another machine's `check --format json` output."""
-    import json
+    from ._json import loads_json
 
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{path}: no such env file")
+    accepted = "expected the JSON of `attndoctor check --format json`"
     try:
         text = p.read_bytes().decode("utf-8")
-        data = json.loads(text)
     except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a text file; expected the JSON of `attndoctor check --format json`") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise UsageError(f"{path}: not a text file; {accepted}") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = loads_json(text, str(path), accepted)
     env = environment_from_dict(data, where=str(path))
     env.source = f"env-file:{p.name}"
     return env

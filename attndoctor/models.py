@@ -6,13 +6,13 @@ rule) it came from, so a user can see why attndoctor thinks Gemma-2 has a 4096-t
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from .config import DTYPE_ALIASES, DTYPES, AttentionConfig, make_config
+from ._json import loads_json
 from .errors import UsageError
 
 SEQLEN_CAP = 8192
@@ -175,12 +175,7 @@ def _load(path: str | Path) -> tuple[str, dict[str, Any]]:
         raise UsageError(f"{file}: cannot read ({exc.strerror or exc}); {accepted}") from None
     if not text.strip():
         raise UsageError(f"{file}: empty file; {accepted}")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg}); {accepted}") from None
-    except RecursionError:
-        raise UsageError(f"{file}: JSON nested too deeply; {accepted}") from None
+    doc = loads_json(text, file, accepted)
     if not isinstance(doc, dict):
         raise UsageError(f"{file}: expected a JSON object of model settings, got a JSON {_json_kind(doc)}")
     return file, doc

@@ -144,7 +144,8 @@ def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> Proje
     parsed = []
     for i, values in enumerate(configs, 1):
         line = lines.get(f"config.{i}", 0)
-        config = make_config(values, where=f"{path}:{line}: config {i}" if line else f"{path}: config {i}")
+        config = make_config(values, where=f"{path}:{line}: config {i}" if line else f"{path}: config {i}",
+                             typed=True)
         parsed.append(config._replace(source=(path, line)))
     models = []
     for m in _list_of_text(table.get("models", []), "models", where("models")):
@@ -156,7 +157,8 @@ def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> Proje
     require_any = _list_of_text(table.get("require_any", []), "require_any", where("require_any"))
     for group in require_any:
         if not any(b.strip() for b in group.split(",")):
-            raise UsageError(f"{where('require_any')}: empty group; expected backend ids such as 'sdpa-flash,sdpa-cudnn'")
+            raise UsageError(f"{where('require_any')}: empty group; expected backend ids such as "
+                             "'sdpa-flash,sdpa-cudnn'")
     fail_on = table.get("fail_on")
     if fail_on is not None:
         from .engine.gate import SEVERITY

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
@@ -64,6 +65,9 @@ def _usage_error_types() -> tuple[type[BaseException], ...]:
     return (ClickException,)
 
 
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a program whose reader closed the pipe (128 + SIGPIPE), as for `head`'s writers."""
+
 GC_THRESHOLD = (50_000, 20, 100)
 """The cycle collector's thresholds for a run from the command line: a run builds tens of thousands of small, long-
 lived objects (rules, condition trees), and at the default 700 the collector walks them again and again."""
@@ -79,17 +83,40 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Everything alive at exit dies with the process: freezing it spares the final full collection, which
         # took about 25 ms of an `explain` that runs in 140.
         atexit.register(gc.freeze)
+    from ..errors import RuleError, UsageError
+    from ..output import for_encoding, showable, silence_stdout
+
+    sys.stdout, sys.stderr = showable(sys.stdout), showable(sys.stderr)
     click_errors = _usage_error_types()
     try:
         args = list(sys.argv[1:] if argv is None else argv)
         code = build_app(_command_of(args))(args=args, prog_name="attndoctor", standalone_mode=False)
+        sys.stdout.flush()
     except click_errors as exc:
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         sys.stderr.write(f"attndoctor: error: {message}\n")
         sys.exit(getattr(exc, "exit_code", 2) or 2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except (UsageError, RuleError) as exc:
+        sys.stderr.write(f"attndoctor: error: {exc}\n")
+        sys.exit(2)
     except KeyboardInterrupt:
         sys.stderr.write("attndoctor: interrupted\n")
         sys.exit(130)
+    except BrokenPipeError:
+        silence_stdout()
+        sys.exit(EXIT_BROKEN_PIPE)
+    except OSError as exc:
+        # Only writing can fail this late: reading input and probing report their own errors.
+        silence_stdout()
+        sys.stderr.write(f"attndoctor: error: standard output: cannot write ({(exc.strerror or str(exc)).lower()})\n")
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
+        if os.environ.get("ATTNDOCTOR_TRACEBACK"):
+            raise
+        sys.stderr.write(for_encoding(
+            f"attndoctor: internal error: {type(exc).__name__}: {exc} (please report it with the command line; "
+            f"ATTNDOCTOR_TRACEBACK=1 shows where)\n", sys.stderr.encoding))
+        sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)

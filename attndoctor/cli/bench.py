@@ -9,7 +9,7 @@ import typer
 
 from ..errors import UsageError
 from .common import handle_errors, plan
-from .options import with_groups
+from .options import seconds, with_groups
 
 
 @with_groups("config", "output")
@@ -18,7 +18,8 @@ def bench(*, runs: int = typer.Option(20, "--runs", help="Least timed runs per m
           graphs: bool = typer.Option(True, "--cuda-graphs/--no-cuda-graphs", help="Time CUDA graph replays where "
                                       "a backend can be captured (else eager, said per backend)."),
           sets: int = typer.Option(0, "--sets", help="Input sets rotated (0: enough to defeat the L2 cache)."),
-          timeout: float = typer.Option(300.0, "--timeout", help="Seconds allowed per backend and config."),
+          timeout: float = typer.Option(300.0, "--timeout", callback=seconds,
+                                        help="Seconds allowed per backend and config."),
           seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),
           config: dict[str, Any], output: dict[str, Any]) -> None:
     """Time forward (and forward+backward when training) of each supported, installed backend: ms, TFLOP/s, % of

@@ -8,12 +8,13 @@ from typing import Any
 import typer
 
 from .common import REPORT_FORMATS, emit, handle_errors, plan
-from .options import with_groups
+from .options import seconds, with_groups
 
 
 @with_groups("config", "output", "gate", formats=REPORT_FORMATS)
 @handle_errors
-def check(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allowed for each probe step."),
+def check(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
+                                        help="Seconds allowed for each probe step."),
           no_cache: bool = typer.Option(False, "--no-cache", help="Import torch again rather than reuse its build "
                                         "facts from the last check (they are reused while torch is unchanged)."),
           config: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:

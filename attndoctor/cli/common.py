@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import typer
 
 from ..errors import RuleError, UsageError
+from ..output import for_encoding, output_stream
 
 REPORT_FORMATS = ("text", "json", "junit", "sarif", "github")
 
 
 def fail(message: str) -> "typer.Exit":
     """Print one short line on stderr and return the exit-2 exception to raise."""
-    sys.stderr.write(f"attndoctor: error: {message}\n")
+    sys.stderr.write(for_encoding(f"attndoctor: error: {message}\n", sys.stderr.encoding))
     return typer.Exit(2)
 
 
@@ -42,6 +43,9 @@ def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bo
     values = {k: v for k, v in config.items() if k not in ("config_file", "model") and v not in (None, False)}
     if config.get("train") is False:
         values["train"] = False
+    groups = gate.get("require_any") or []
+    if any(not g for g in require_any_groups(groups)):
+        raise UsageError("--require-any: empty group; give comma-separated backend ids such as sdpa-flash,sdpa-cudnn")
     models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
     configs = configs_from_inputs(values, list(config.get("config_file") or []), default_bundled=default_bundled,
                                   models=models, project_configs=project.configs)
@@ -79,9 +83,7 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
                              f"accepted: {', '.join(sorted(known))}")
     result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on,
                            survey=bool(gate.get("survey")))
-    target = output.get("output_file")
-    stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
-    try:
+    with output_stream(output.get("output_file")) as stream:
         if fmt == "json":
             from ..report.json_format import render_json
 
@@ -102,7 +104,9 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
             from ..report.text import render_text
 
             render_text(report, result, stream, detailed=bool(output.get("details")))
-    finally:
-        if target:
-            stream.close()
+    if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
+        from ..report.github import summary_markdown
+
+        with output_stream(os.environ["GITHUB_STEP_SUMMARY"], what="GITHUB_STEP_SUMMARY", append=True) as summary:
+            summary.write(summary_markdown(report, result))
     raise typer.Exit(0 if result.passed else 1)

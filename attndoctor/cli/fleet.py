@@ -9,13 +9,15 @@ import typer
 
 from ..errors import UsageError
 from .common import handle_errors, plan
-from .options import with_groups
+from .options import seconds, with_groups
 
 
 @with_groups("config", "output")
 @handle_errors
-def fleet(*, timeout: float = typer.Option(20.0, "--timeout", help="Seconds allowed for each probe step on each rank."),
-          rank_timeout: float = typer.Option(120.0, "--rank-timeout", help="Seconds to wait for the ranks to meet, "
+def fleet(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
+                                        help="Seconds allowed for each probe step on each rank."),
+          rank_timeout: float = typer.Option(120.0, "--rank-timeout", callback=seconds,
+                                        help="Seconds to wait for the ranks to meet, "
                                              "and for every rank's answer; a rank that does not answer is reported."),
           config: dict[str, Any], output: dict[str, Any]) -> None:
     """Check every rank of a job (start it with torchrun or srun): ranks grouped by identical GPU, driver, libraries

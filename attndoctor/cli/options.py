@@ -70,10 +70,8 @@ def _param(name: str, flag: str, help_text: str, panel: str, *, kind: Any = Opti
 def config_params() -> list[inspect.Parameter]:
     panel = "Attention config"
     params = [_param(n, f, h, panel) for n, f, h in CONFIG_OPTIONS]
-    params.append(inspect.Parameter("train", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[bool],
-                                    default=typer.Option(None, "--train/--infer",
-                                                         help="Forward and backward, or forward only.",
-                                                         rich_help_panel=panel)))
+    params += [_param("train", "--train", "Forward and backward (training).", panel, kind=bool, default=False),
+               _param("infer", "--infer", "Forward only (inference).", panel, kind=bool, default=False)]
     params += [_param(n, f, h, panel, kind=bool, default=False) for n, f, h in CONFIG_FLAGS]
     params.append(_param("config_file", "--config-file", "Configs from .json (object or list), .jsonl, or .toml "
                          "with \\[\\[config]] tables; flags override their fields.", panel,
@@ -119,6 +117,36 @@ def gate_params() -> list[inspect.Parameter]:
     ]
 
 
+def seconds(value: float) -> float:
+    """A --timeout must be a positive, finite number of seconds (typer option callback)."""
+    if not (value > 0 and value != float("inf")):
+        raise typer.BadParameter(f"expected a positive number of seconds, got {value:g}")
+    return value
+
+
+def config_flags(values: dict[str, Any]) -> dict[str, Any]:
+    """The config flags as config fields, refusing flags that contradict each other (the last one does not win)."""
+    from ..errors import UsageError
+
+    out = dict(values)
+    train, infer = out.pop("train"), out.pop("infer")
+    if train and infer:
+        raise UsageError("--train and --infer contradict each other; give one of them")
+    out["train"] = True if train else (False if infer else None)
+    if out.get("causal") and out.get("mask") is not None:
+        if out["mask"].strip().lower() != "causal":
+            raise UsageError(f"--causal and --mask {out['mask']} contradict each other (--causal is --mask causal); "
+                             "give one of them")
+    if out.pop("causal", False):
+        out["mask"] = "causal"
+    for one in ("seqlen_q", "seqlen_kv"):
+        if out.get("seqlen") is not None and out.get(one) is not None and out[one] != out["seqlen"]:
+            flag = "--" + one.replace("_", "-")
+            raise UsageError(f"--seqlen {out['seqlen']} and {flag} {out[one]} contradict each other; give --seqlen "
+                             "for both lengths, or --seqlen-q and --seqlen-kv")
+    return out
+
+
 GROUPS: dict[str, Callable[..., list[inspect.Parameter]]] = {
     "config": config_params, "env": env_params, "gate": gate_params,
 }
@@ -135,6 +163,8 @@ def with_groups(*groups: str, formats: tuple[str, ...] = ("text", "json")) -> Ca
         @functools.wraps(func)
         def wrapper(**kwargs: Any) -> Any:
             grouped = {g: {p.name: kwargs.pop(p.name) for p in params} for g, params in group_params.items()}
+            if "config" in grouped:
+                grouped["config"] = config_flags(grouped["config"])
             return func(**kwargs, **grouped)
 
         params = own + [p for ps in group_params.values() for p in ps]

@@ -8,13 +8,14 @@ import typer
 
 from ..errors import UsageError
 from .common import handle_errors, plan
-from .options import with_groups
+from .options import seconds, with_groups
 
 
 @with_groups("config", "output")
 @handle_errors
 def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write every observation as JSON lines."),
-           timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed for each probe (the worker is "
+           timeout: float = typer.Option(120.0, "--timeout", callback=seconds,
+                                        help="Seconds allowed for each probe (the worker is "
                                          "killed and restarted after)."),
            repeats: int = typer.Option(3, "--repeats", help="Timed runs per probe after the checked one (0: none)."),
            seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),

@@ -188,15 +188,10 @@ def render_bench_json(report: BenchReport) -> str:
 
 def write_bench(report: BenchReport, *, fmt: str, target: str | None) -> None:
     """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    import sys
-    from pathlib import Path
+    from ..output import output_stream
 
-    stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
-    try:
+    with output_stream(target) as stream:
         if fmt == "json":
             stream.write(render_bench_json(report))
         else:
             render_bench_text(report, stream)
-    finally:
-        if target:
-            stream.close()

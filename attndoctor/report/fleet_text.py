@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import IO, Any, Mapping
 
 from .. import __version__
@@ -18,19 +17,13 @@ SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN",
 def write_fleet(doc: Mapping[str, Any], *, fmt: str = "text", target: str | None = None,
                 details: bool = False) -> None:
     """Write the document to `target` (a path) or standard output."""
-    import sys
+    from ..output import output_stream
 
-    stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
-    try:
+    with output_stream(target) as stream:
         if fmt == "json":
             stream.write(json.dumps(doc, indent=2, default=str) + "\n")
         else:
             render_fleet_text(doc, stream, details=details)
-    finally:
-        if target:
-            stream.close()
-        else:
-            stream.flush()
 
 
 def describe_fingerprint(fp: Mapping[str, Any]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
@@ -20,7 +19,7 @@ def _prop(text: str) -> str:
 
 
 def render_github(report: Report, gate: GateResult) -> str:
-    """Workflow commands on stdout; the summary file is written as a side effect when the variable is set."""
+    """Workflow commands for stdout (the command appends `summary_markdown` to $GITHUB_STEP_SUMMARY)."""
     lines: list[str] = []
     for check in gate.checks:
         if not check.passed:
@@ -41,10 +40,6 @@ def render_github(report: Report, gate: GateResult) -> str:
                 if f.applies is True and f.effect in ("wrong-results", "api-mismatch"):
                     lines.append(f"::warning title={_prop(label + ': ' + v.backend.id + ' ' + f.id)}::"
                                  f"{_escape(f.message)}")
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        with open(summary_path, "a", encoding="utf-8") as out:
-            out.write(summary_markdown(report, gate))
     lines.append(f"attndoctor: gate {'passed' if gate.passed else 'FAILED'} "
                  f"({sum(not c.passed for c in gate.checks)} failing checks of {len(gate.checks)})")
     return "\n".join(lines) + "\n"

@@ -8,8 +8,7 @@ from typing import Any
 from .. import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
-
-SCHEMA_VERSION = 1
+from ..environment import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
 
 
 def report_document(report: Report, gate: GateResult) -> dict[str, Any]:

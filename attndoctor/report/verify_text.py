@@ -184,15 +184,10 @@ def render_verify_json(report: VerifyReport) -> str:
 
 def write_verify(report: VerifyReport, *, fmt: str, target: str | None, detailed: bool) -> None:
     """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    import sys
-    from pathlib import Path
+    from ..output import output_stream
 
-    stream = open(Path(target), "w", encoding="utf-8") if target else sys.stdout
-    try:
+    with output_stream(target) as stream:
         if fmt == "json":
             stream.write(render_verify_json(report))
         else:
             render_verify_text(report, stream, detailed=detailed)
-    finally:
-        if target:
-            stream.close()

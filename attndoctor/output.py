@@ -1,0 +1,107 @@
+"""Where reports go: a file or standard output, in what the terminal can show; an unusable target is bad input.
+
+Every command writes through `output_stream`, so a missing folder, a folder, a read-only path or a full disk ends as
+exit 2 with one line, a closed pipe (`| head`) ends quietly, and a terminal whose encoding is not UTF-8 gets the same
+report with ASCII stand-ins for its symbols.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import IO, Any, Iterator
+
+from .errors import UsageError
+
+ASCII = str.maketrans({
+    "✓": "+", "✗": "x", "⚠": "!", "–": "-", "—": "-", "─": "-", "│": "|", "…": "...", "·": "-", "≥": ">=",
+    "≤": "<=", "≠": "!=", "→": "->", "←": "<-", "×": "x", "±": "+/-", "µ": "u", "•": "*", "“": '"', "”": '"',
+    "‘": "'", "’": "'", "▸": ">", "█": "#", "░": ".",
+})
+"""Stand-ins for the symbols reports use, for a terminal that cannot show them."""
+
+
+def for_encoding(text: str, encoding: str | None) -> str:
+    """`text` as it can be written in `encoding`: symbols replaced by ASCII stand-ins, anything else by '?'."""
+    encoding = encoding or "utf-8"
+    try:
+        text.encode(encoding)
+        return text
+    except UnicodeEncodeError:
+        return text.translate(ASCII).encode(encoding, "replace").decode(encoding)
+    except LookupError:
+        return text
+
+
+class _Transliterated:
+    """A text stream whose encoding cannot show every symbol: what is written is made to fit it."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(for_encoding(text, self._stream.encoding))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def showable(stream: IO[str]) -> IO[str]:
+    """The stream itself when it can show the report's symbols, else a transliterating wrapper around it."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        "✓✗⚠─…·≥".encode(encoding)
+        return stream
+    except (UnicodeEncodeError, LookupError):
+        return _Transliterated(stream)  # type: ignore[return-value]
+
+
+def _cannot(name: str, target: str, exc: OSError) -> UsageError:
+    if isinstance(exc, IsADirectoryError):
+        return UsageError(f"{name}: {target} is a folder; give a file path")
+    if isinstance(exc, FileNotFoundError):
+        folder = os.path.dirname(target) or "."
+        return UsageError(f"{name}: no such folder {folder}; give a path in an existing folder")
+    if isinstance(exc, PermissionError):
+        return UsageError(f"{name}: cannot write {target} (permission denied); give a writable path")
+    reason = (exc.strerror or str(exc)).lower()
+    return UsageError(f"{name}: cannot write {target} ({reason})")
+
+
+def silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush cannot fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def output_stream(target: str | None = None, *, what: str = "--output", append: bool = False) -> Iterator[IO[str]]:
+    """A stream to `target` (standard output when None) that turns every failure to write into one usage error."""
+    name = what if target else "standard output"
+    if target:
+        try:
+            stream: IO[str] = open(target, "a" if append else "w", encoding="utf-8")
+        except OSError as exc:
+            raise _cannot(name, target, exc) from None
+    else:
+        stream = showable(sys.stdout)
+    try:
+        try:
+            yield stream
+            stream.flush()
+        finally:
+            if target:
+                stream.close()
+    except BrokenPipeError:
+        if target:
+            raise _cannot(name, target, BrokenPipeError()) from None
+        silence_stdout()
+    except OSError as exc:
+        if not target:
+            silence_stdout()
+            reason = (exc.strerror or str(exc)).lower()
+            raise UsageError(f"standard output: cannot write ({reason})") from None
+        raise _cannot(name, target, exc) from None
