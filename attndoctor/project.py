@@ -95,8 +95,7 @@ def _parse(table: Mapping[str, Any], where: str, base: Path) -> ProjectConfig:
         configs = [configs]
     if not isinstance(configs, list):
         raise UsageError(f"{where}: config: expected [[config]] tables")
-    out.configs = [make_config(c, where=f"{where} config {i + 1}")._replace(source=(where, 0))
-                   for i, c in enumerate(configs)]
+    out.configs = [make_config(c, where=f"{where} config {i + 1}") for i, c in enumerate(configs)]
     out.models = [str((base / m) if not Path(m).is_absolute() else m)
                   for m in _list_of_text(table.get("models", []), "models", where)]
     out.require = _list_of_text(table.get("require", []), "require", where)
