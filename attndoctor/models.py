@@ -123,7 +123,7 @@ class _Kind:
 
 def configs_from_model(path: str | Path, *, seqlen: int | None = None) -> list[AttentionConfig]:
     """One AttentionConfig per attention kind in a Hugging Face config.json (or a folder holding one)."""
-    file, doc = _load(path)
+    file, doc, text = _load(path)
     src = _language_config(file, doc)
     name = _model_name(path, file, doc, src)
 
@@ -153,11 +153,25 @@ def configs_from_model(path: str | Path, *, seqlen: int | None = None) -> list[A
             values["mask"], kind_origin["mask"] = kind.mask, kind.mask_origin
         values["name"] = f"{name} {kind.label}" if len(kinds) > 1 and kind.label else name
         values["origin"] = kind_origin
-        out.append(make_config(values, where=file))
+        line = _key_line(text, kind.window_origin) or _key_line(text, kind.mask_origin) or 1
+        out.append(make_config(values, where=file)._replace(source=(file, line)))
     return out
 
 
-def _load(path: str | Path) -> tuple[str, dict[str, Any]]:
+def _key_line(text: str, origin: str) -> int:
+    """The line of the key an origin starts with ("text_config.sliding_window (1024, 0)"), 0 when it names none."""
+    path = re.match(r"[A-Za-z_][\w.]*", origin)
+    line, at = 0, 0
+    for key in path.group(0).split(".") if path else ():
+        found = re.compile(rf'"{re.escape(key)}"\s*:').search(text, at)
+        if not found:
+            break
+        at = found.end()
+        line = text.count("\n", 0, found.start()) + 1
+    return line
+
+
+def _load(path: str | Path) -> tuple[str, dict[str, Any], str]:
     accepted = "expected a Hugging Face config.json or a model folder holding one"
     p = Path(path)
     if not p.exists():
@@ -178,7 +192,7 @@ def _load(path: str | Path) -> tuple[str, dict[str, Any]]:
     doc = loads_json(text, file, accepted)
     if not isinstance(doc, dict):
         raise UsageError(f"{file}: expected a JSON object of model settings, got a JSON {_json_kind(doc)}")
-    return file, doc
+    return file, doc, text
 
 
 def _json_kind(value: Any) -> str:

@@ -38,9 +38,11 @@ def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = 
         for path in models:
             configs.extend(configs_from_model(path, seqlen=int(seqlen) if str(seqlen or "").isdigit() else None))
     if configs:
-        return [make_config({**c.to_dict(), **given}) for c in configs] if given else configs
+        return [make_config({**c.to_dict(), **given})._replace(source=c.source) for c in configs] if given \
+            else configs
     if project_configs:
-        return [make_config({**c.to_dict(), **given}) for c in project_configs] if given else list(project_configs)
+        return [make_config({**c.to_dict(), **given})._replace(source=c.source) for c in project_configs] \
+            if given else list(project_configs)
     if given or not default_bundled:
         return [make_config(given)]
     return bundled_configs()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
+from .location import github_file, sources_by_label
 
 MARK = {"supported": "✅", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
         "not-installed": "–"}
@@ -18,15 +18,30 @@ def _prop(text: str) -> str:
     return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _command(kind: str, source: tuple[str, int] | None, title: str, message: str) -> str:
+    """One workflow command; `file` and `line` when the config came from a file (escaped as @actions/core does)."""
+    props = []
+    where = github_file(source)
+    if where:
+        props.append(f"file={_prop(where[0])}")
+        if where[1] > 0:
+            props.append(f"line={where[1]}")
+    props.append(f"title={_prop(title)}")
+    return f"::{kind} {','.join(props)}::{_escape(message)}"
+
+
 def render_github(report: Report, gate: GateResult) -> str:
     """Workflow commands for stdout (the command appends `summary_markdown` to $GITHUB_STEP_SUMMARY)."""
     lines: list[str] = []
+    sources = sources_by_label(report)
     for check in gate.checks:
         if not check.passed:
             body = "; ".join(check.reasons) + ("" if not check.fixes else " — fix: " + check.fixes[0])
-            lines.append(f"::error title={_prop('attndoctor: ' + check.config + ': ' + check.name)}::{_escape(body)}")
+            lines.append(_command("error", sources.get(check.config), f"attndoctor: {check.config}: {check.name}",
+                                  body))
     for result in report.results:
         label = result.config.name or result.config.label()
+        source = result.config.source
         for s in result.selected:
             if s.status in ("fails", "wrong-results", "none"):
                 continue  # already an error through the gate when it matters
@@ -34,12 +49,11 @@ def render_github(report: Report, gate: GateResult) -> str:
                 v = result.verdict(s.backend)
                 for f in v.findings:
                     if f.applies and f.effect in ("slow", "info"):
-                        lines.append(f"::notice title={_prop(label + ': ' + f.id)}::{_escape(f.message)}")
+                        lines.append(_command("notice", source, f"{label}: {f.id}", f.message))
         for v in result.verdicts:
             for f in v.findings:
                 if f.applies is True and f.effect in ("wrong-results", "api-mismatch"):
-                    lines.append(f"::warning title={_prop(label + ': ' + v.backend.id + ' ' + f.id)}::"
-                                 f"{_escape(f.message)}")
+                    lines.append(_command("warning", source, f"{label}: {v.backend.id} {f.id}", f.message))
     lines.append(f"attndoctor: gate {'passed' if gate.passed else 'FAILED'} "
                  f"({sum(not c.passed for c in gate.checks)} failing checks of {len(gate.checks)})")
     return "\n".join(lines) + "\n"

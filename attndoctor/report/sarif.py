@@ -8,6 +8,7 @@ from typing import Any
 from .. import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
+from .location import sarif_location, sources_by_label, srcroot_uri
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"wrong-results": "error", "api-mismatch": "error", "unsupported": "warning", "slow": "note", "info": "note"}
@@ -18,8 +19,16 @@ def sarif_document(report: Report, gate: GateResult) -> dict[str, Any]:
     rules: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     failing = {(c.config, c.backend) for c in gate.checks if not c.passed and c.backend}
+    located: dict[Any, Any] = {}
+
+    def where(source: tuple[str, int] | None) -> dict[str, Any] | None:
+        if source not in located:
+            located[source] = sarif_location(source)
+        return located[source]
+
     for result in report.results:
         label = result.config.name or result.config.label()
+        physical = where(result.config.source)
         selected = {s.backend for s in result.selected if s.backend}
         for v in result.verdicts:
             for f in v.findings:
@@ -45,11 +54,12 @@ def sarif_document(report: Report, gate: GateResult) -> dict[str, Any]:
                     message += f". Smallest fix: {v.fix.describe()}"
                 results.append({
                     "ruleId": f.id, "level": level, "message": {"text": message},
-                    "locations": [{"logicalLocations": [{"name": label, "kind": "module",
-                                                         "fullyQualifiedName": f"{label}/{v.backend.id}"}]}],
+                    "locations": [_location(physical, {"name": label, "kind": "module",
+                                                       "fullyQualifiedName": f"{label}/{v.backend.id}"})],
                     "properties": {"backend": v.backend.id, "status": v.status, "applies": f.applies,
                                    "config": result.config.to_dict()},
                 })
+    sources = sources_by_label(report)
     for check in gate.checks:
         if not check.passed:
             rules.setdefault("AD-GATE", {"id": "AD-GATE", "name": "Gate",
@@ -57,17 +67,24 @@ def sarif_document(report: Report, gate: GateResult) -> dict[str, Any]:
                                          "help": {"text": "--require, --require-any and --fail-on decide the gate"}})
             results.append({"ruleId": "AD-GATE", "level": "error",
                             "message": {"text": f"{check.name}: {'; '.join(check.reasons)}"},
-                            "locations": [{"logicalLocations": [{"name": check.config, "kind": "module"}]}]})
-    return {
-        "$schema": SARIF_SCHEMA, "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "attndoctor", "version": __version__,
-                                "informationUri": "https://pypi.org/project/attndoctor/",
-                                "rules": list(rules.values())}},
-            "results": results,
-            "invocations": [{"executionSuccessful": True, "exitCode": 0 if gate.passed else 1}],
-        }],
+                            "locations": [_location(where(sources.get(check.config)),
+                                                    {"name": check.config, "kind": "module"})]})
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "attndoctor", "version": __version__,
+                            "informationUri": "https://pypi.org/project/attndoctor/",
+                            "rules": list(rules.values())}},
+        "results": results,
+        "invocations": [{"executionSuccessful": True, "exitCode": 0 if gate.passed else 1}],
     }
+    if any(loc and "uriBaseId" in loc["artifactLocation"] for loc in located.values()):
+        run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": srcroot_uri()}}
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _location(physical: dict[str, Any] | None, logical: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"physicalLocation": physical} if physical else {}
+    out["logicalLocations"] = [logical]
+    return out
 
 
 def render_sarif(report: Report, gate: GateResult) -> str:
