@@ -1,0 +1,22 @@
+"""The text a user reads: layout at their width, help texts, the answer to a bare command, and its wording."""
+
+from __future__ import annotations
+
+import pytest
+
+README_CASE = ["explain", "--hdim", "192", "--hdim-v", "128", "--heads", "128", "--seqlen", "4096", "--dtype", "bf16",
+               "--train", "--causal", "--gpu", "H100", "--torch", "2.11.0", "--cuda", "13.0", "--cudnn", "9.1.0",
+               "--te", "2.3", "--flash-attn", "2.7.3", "--backend", "sdpa-cudnn", "--backend", "sdpa-flash",
+               "--backend", "sdpa-efficient", "--backend", "te-flash", "--backend", "te-fused"]
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "100"])
+def test_columns_sets_the_width_of_a_piped_report_and_ids_stay_whole(cli, monkeypatch: pytest.MonkeyPatch,
+                                                                      columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    _, out, _ = cli(*README_CASE)
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    words = {w for line in lines for w in line.split()}
+    assert {"[SDPA-CUDNN-HEAD-DIM-210]", "[SDPA-FLASH-HEAD-DIM]", "[TE-FLASH-MLA]",
+            "'transformer-engine[pytorch]>=2.17.0')"} <= words
