@@ -20,3 +20,29 @@ def test_columns_sets_the_width_of_a_piped_report_and_ids_stay_whole(cli, monkey
     words = {w for line in lines for w in line.split()}
     assert {"[SDPA-CUDNN-HEAD-DIM-210]", "[SDPA-FLASH-HEAD-DIM]", "[TE-FLASH-MLA]",
             "'transformer-engine[pytorch]>=2.17.0')"} <= words
+
+
+def _commands():
+    import typer.main
+
+    from attndoctor.cli import build_app
+
+    def walk(command, path):
+        yield path, command
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from walk(sub, [*path, name])
+
+    return list(walk(typer.main.get_command(build_app()), []))
+
+
+@pytest.mark.parametrize(("path", "command"), _commands(), ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_every_help_text_is_shown_whole(cli, monkeypatch: pytest.MonkeyPatch, path, command) -> None:
+    """rich reads [word] in a help text as markup and drops it unless it is escaped."""
+    monkeypatch.setenv("COLUMNS", "1000")
+    _, out, _ = cli(*path, "--help")
+    shown = " ".join(out.replace("│", " ").split())
+    texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+    for text in texts:
+        expected = " ".join(text.replace("\\[", "[").split("\n\n")[0].split())
+        assert expected in shown, expected
