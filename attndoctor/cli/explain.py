@@ -16,7 +16,8 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
 
     configs, project = plan(config, gate, default_bundled=False)
     env_vars = parse_env_assignments(env.pop("set_env") or [])
-    facts = {**project.environment, **{k: v for k, v in env.items() if v is not None}}
+    facts = {**{k.replace("-", "_"): v for k, v in project.environment.items()},
+             **{k: v for k, v in env.items() if v is not None}}
     env_file = facts.pop("env_file", None) or project.env_file
     environment = whatif_environment(facts, env_file, env_vars)
     report = diagnose_many(configs, environment, command="explain", backends=output.get("backend"),
