@@ -46,3 +46,24 @@ def test_every_help_text_is_shown_whole(cli, monkeypatch: pytest.MonkeyPatch, pa
     for text in texts:
         expected = " ".join(text.replace("\\[", "[").split("\n\n")[0].split())
         assert expected in shown, expected
+
+
+@pytest.mark.parametrize("args", [[], ["--gpu", "H100", "--torch", "2.11"], ["--format", "json"]])
+def test_explain_without_a_config_hints_and_exits_2(cli, tmp_path, monkeypatch: pytest.MonkeyPatch, args) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("explain", *args)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attndoctor: error: no config to explain")
+    assert all(flag in lines[0] for flag in ("--hdim", "--model", "--config-file"))
+
+
+def test_explain_with_only_settings_models_needs_no_hint(cli, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(Path(__file__).parent / "fixtures" / "models" / "Meta-Llama-3-8B", tmp_path / "llama")
+    (tmp_path / "attndoctor.toml").write_text('models = ["llama"]\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("explain", "--gpu", "H100")
+    assert code in (0, 1) and "llama: d=128 h=32/8kv" in out
