@@ -272,6 +272,9 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
     if not isinstance(values, Mapping):
         raise UsageError(f"a config must be an object of fields, got {type(values).__name__}")
     data = {k.replace("-", "_"): v for k, v in values.items() if v is not None}
+    if len(data) < sum(v is not None for v in values.values()):
+        a, b = next((a, b) for a in values for b in values if a < b and a.replace("-", "_") == b.replace("-", "_"))
+        raise UsageError(f"{a!r} and {b!r} name the same field; give one")
     if "seqlen" in data:
         seqlen = data.pop("seqlen")
         data.setdefault("seqlen_q", seqlen)
@@ -285,7 +288,8 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
     known = set(FIELDS) | {"origin"}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise UsageError(f"unknown config field {unknown[0]!r}; accepted: {', '.join(FIELDS)}")
+        raise UsageError(f"unknown config field {unknown[0]!r}; accepted: {', '.join(FIELDS)}, seqlen (both lengths), "
+                         "causal (mask = causal); a dash may stand for an underscore")
     out: dict[str, Any] = {}
     for name in INT_FIELDS:
         if name in data:

@@ -245,6 +245,11 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
     env.versions = dict(env.versions)
     env.env_vars = dict(env.env_vars)
     env.api = dict(env.api)
+    given = [key for key, value in values.items() if value is not None]
+    names = [key.replace("-", "_") for key in given]
+    if len(set(names)) < len(names):
+        a, b = next((a, b) for a in given for b in given if a < b and a.replace("-", "_") == b.replace("-", "_"))
+        raise UsageError(f"{a!r} and {b!r} name the same fact; give one")
     for key, value in values.items():
         if value is None:
             continue
@@ -273,5 +278,6 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
                 raise UsageError("api: expected an object of true/false facts")
             env.api.update(value)
         else:
-            raise UsageError(f"unknown environment fact {key!r}; accepted: {', '.join(WHAT_IF_KEYS)}")
+            raise UsageError(f"unknown environment fact {key!r}; accepted: {', '.join(WHAT_IF_KEYS)} (a dash may stand "
+                             "for an underscore)")
     return env

@@ -17,6 +17,7 @@ def _own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The tests keep their caches (rule base, TOML, torch build facts) away from the user's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        patch.delenv("COLUMNS", raising=False)  # reports are read at the file width, whatever runs the tests
         yield
 
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from attndoctor.report.term import GAP, Console, Table, Text
+from attndoctor.report.term import GAP, HANG, STACK_INDENT, Console, Table, Text
 
 
 class _Tty(io.StringIO):
@@ -67,8 +67,10 @@ def test_table_never_cuts_a_short_word_to_fit() -> None:
         table.add_column(header, justify="center")
     table.add_row("✓", "≥2.8")
     assert table.widths(10) == [len("sdpa-efficient"), len("(flash_attn_3)")]
-    header = [t.plain.rstrip() for t in table.lines(10)[:2]]
+    header = [t.plain.rstrip() for t in table.lines(31)[:2]]
     assert header[0].startswith("sdpa-efficient") and "(flash_attn_3)" in header[1]
+    stacked = [t.plain.rstrip() for t in table.lines(30)]
+    assert stacked == ["✓", "    flash-attn-3", "      (flash_attn_3): ≥2.8"]
 
 
 def test_centred_cells() -> None:
@@ -112,3 +114,77 @@ def test_console_wraps_long_text_to_the_file_width() -> None:
     lines = out.getvalue().split("\n")
     assert max(len(line) for line in lines) <= console.width
     assert lines[-2] == "" and lines[-1] == ""
+
+
+def _explain_like_table() -> Table:
+    table = Table(stack_head=2)
+    table.add_column("backend", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("why", ratio=3)
+    table.add_column("smallest fix", ratio=2)
+    table.add_row("sdpa-cudnn", "✗ refused",
+                  "torch 2.11.0 with cuDNN 9.1.0 on sm90 caps cuDNN attention at head dim 128 (256 on sm90 with "
+                  "cuDNN >= 9.10; 192/128 on sm10x with cuDNN >= 9.11); got 192/128  [SDPA-CUDNN-HEAD-DIM-210]",
+                  "upgrade cuDNN to 9.10.0 or later (on sm90 only)\nor set hdim = 128")
+    table.add_row("sdpa-efficient", "✓ runs", "", "")
+    table.add_row("te-flash", "✗ refused", "TransformerEngine 2.3 does not run flash-attn 2 with head_dim_qk 192 "
+                  "!= head_dim_v 128  [TE-FUSED-HD256-BWD-HOPPER-RUNTIME]",
+                  "upgrade TransformerEngine to 2.17.0 or later (pip install "
+                  "'transformer-engine[pytorch]>=2.17.0')")
+    return table
+
+
+TOKENS = ("[SDPA-CUDNN-HEAD-DIM-210]", "[TE-FUSED-HD256-BWD-HOPPER-RUNTIME]", "'transformer-engine[pytorch]>=2.17.0')")
+
+
+@pytest.mark.parametrize("width", [140, 100, 80, 60, 50, 40])
+def test_table_fits_the_width_and_never_splits_a_token_that_fits(width: int) -> None:
+    lines = [t.plain.rstrip() for t in _explain_like_table().lines(width)]
+    assert max(len(line) for line in lines) <= width
+    words = {word for line in lines for word in line.split()}
+    for token in TOKENS:
+        if len(token) <= width - STACK_INDENT - HANG:
+            assert token in words, (token, lines)
+
+
+def test_a_narrow_table_stacks_each_row_under_its_head() -> None:
+    lines = [t.plain.rstrip() for t in _explain_like_table().lines(60)]
+    assert lines[0].split() == ["sdpa-cudnn", "✗", "refused"]
+    assert lines[1].startswith("    why: torch 2.11.0")
+    fix = next(i for i, line in enumerate(lines) if "smallest fix:" in line)
+    assert lines[fix].startswith("    smallest fix: upgrade cuDNN") and "      or set hdim = 128" in lines
+    assert "sdpa-efficient   ✓ runs" in lines and not any(line.startswith("─") for line in lines)
+
+
+def test_only_a_token_wider_than_the_room_is_cut() -> None:
+    table = Table()
+    table.add_column("name", no_wrap=True)
+    table.add_column("path")
+    table.add_row("x", "see /" + "a" * 60 + " for details")
+    lines = [t.plain.rstrip() for t in table.lines(40)]
+    assert max(len(line) for line in lines) <= 40 and "details" in lines[-1]
+
+
+@pytest.mark.parametrize(("stream", "columns", "width"), [
+    (io.StringIO, "60", 60),
+    (_Tty, "60", 60),
+    (io.StringIO, None, 140),
+    (io.StringIO, "", 140),
+    (io.StringIO, "wide", 140),
+    (io.StringIO, "10", 40),
+])
+def test_console_width_follows_columns_even_off_a_terminal(monkeypatch: pytest.MonkeyPatch, stream: type,
+                                                           columns: str | None, width: int) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    if columns is not None:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert Console(stream()).width == width
+
+
+def test_a_column_held_at_its_longest_word_does_not_push_the_table_wider() -> None:
+    table = Table()
+    table.add_column("a", ratio=3)
+    table.add_column("b", ratio=1)
+    table.add_row("word " * 30, "short " * 3 + "x" * 30 + " tail")
+    widths = table.widths(80)
+    assert widths[1] == 30 and sum(widths) + len(GAP) == 80

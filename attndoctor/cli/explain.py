@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UsageError
 from .common import REPORT_FORMATS, emit, handle_errors, plan
 from .options import with_groups
+
+NO_CONFIG = ("no config to explain; describe one with flags (e.g. --hdim 128 --heads 32 --seqlen 4096 --dtype bf16 "
+             "--train), a model with --model config.json, or many with --config-file configs.jsonl (see --help)")
+"""What a bare `attndoctor explain` answers: every verdict would depend on the config it was not given."""
 
 
 @with_groups("config", "env", "output", "gate", formats=REPORT_FORMATS)
@@ -14,12 +19,16 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
     """Explain which backends run a config on a machine you describe (GPU, versions); no GPU or torch needed."""
     from ..services import diagnose_many, parse_env_assignments, whatif_environment
 
+    described = any(v not in (None, False, []) for v in config.values()) or config.get("train") is False
     configs, project = plan(config, gate, default_bundled=False)
     env_vars = parse_env_assignments(env.pop("set_env") or [])
-    facts = {**project.environment, **{k: v for k, v in env.items() if v is not None}}
+    facts = {**{k.replace("-", "_"): v for k, v in project.environment.items()},
+             **{k: v for k, v in env.items() if v is not None}}
     env_file = facts.pop("env_file", None) or project.env_file
     environment = whatif_environment(facts, env_file, env_vars)
     report = diagnose_many(configs, environment, command="explain", backends=output.get("backend"),
                            rules_dir=output.get("rules_dir"), ignore=project.ignore,
                            ignore_from=project.where("ignore"))
+    if not (described or project.configs or project.models):
+        raise UsageError(NO_CONFIG)
     emit(report, output=output, gate=gate)

@@ -112,7 +112,7 @@ def gate_params() -> list[inspect.Parameter]:
                "config (repeatable).", panel, kind=Optional[List[str]]),
         _param("fail_on", "--fail-on", "Fail on any finding of this effect or worse on the backends in scope: "
                "info | slow | unsupported | api-mismatch | wrong-results.", panel),
-        _param("project", "--project", "Project settings file (default: ./attndoctor.toml or [tool.attndoctor] "
+        _param("project", "--project", "Project settings file (default: ./attndoctor.toml or \\[tool.attndoctor] "
                "in ./pyproject.toml).", panel),
     ]
 

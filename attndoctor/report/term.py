@@ -19,14 +19,19 @@ GAP = "   "
 """Between two table columns (rich's SIMPLE_HEAD look: one space of padding either side of an invisible rule)."""
 
 MIN_WRAP = 12
-MAX_WORD = 24
-"""A wrapping column is never narrower than MIN_WRAP, nor than its longest word up to MAX_WORD (longer ones are cut)."""
+"""A wrapping column is never narrower than MIN_WRAP, nor than its longest word (see Table)."""
 
 HANG = 2
 """How much further than its first line a printed line that wraps is indented."""
 
 FILE_WIDTH = 140
-"""Line width when the output is not a terminal: wide enough to read in a file or a CI log."""
+"""Line width when the output is not a terminal and COLUMNS is not set: wide enough for a file or a CI log."""
+
+MIN_WIDTH = 40
+"""No report is laid out narrower than this, whatever COLUMNS or the terminal says."""
+
+STACK_INDENT = 4
+"""How far the cells of a stacked table row are indented under the row's head."""
 
 
 def _join(base: str, style: str) -> str:
@@ -138,11 +143,18 @@ class Column:
 
 
 class Table:
-    """Columns with a header and a rule under it; cells wrap inside their column, the table fits the width."""
+    """Columns with a header and a rule under it; cells wrap inside their column, the table fits the width.
 
-    def __init__(self) -> None:
+    A cell wraps at spaces only: a wrapping column is given at least its longest word (a rule id, a pip
+    requirement), so a word is cut only when it alone is wider than the whole line. When the columns cannot all
+    have that room, each row is stacked instead: its first `stack_head` cells on one line, aligned from row to
+    row, and every other non-empty cell under them as "header: text", short ones side by side.
+    """
+
+    def __init__(self, stack_head: int = 1) -> None:
         self.columns: list[Column] = []
         self.rows: list[list[Text]] = []
+        self.stack_head = stack_head
 
     def add_column(self, header: str, *, no_wrap: bool = False, justify: str = "left", ratio: int = 1) -> None:
         self.columns.append(Column(header, no_wrap, justify, ratio))
@@ -151,14 +163,24 @@ class Table:
         row = [c if isinstance(c, Text) else Text(str(c)) for c in cells]
         self.rows.append(row + [Text() for _ in range(len(self.columns) - len(row))])
 
-    def widths(self, width: int) -> list[int]:
-        """Natural widths when they fit; otherwise the wrapping columns share what the others leave, by ratio."""
+    def _measure(self) -> tuple[list[int], list[int]]:
+        """Each column's natural width and the narrowest it may wrap to."""
         natural, shortest = [], []
         for i, col in enumerate(self.columns):
             lines = [ln for c in [Text(col.header)] + [r[i] for r in self.rows] for ln in c.plain.split("\n")]
             natural.append(max(len(ln) for ln in lines))
             longest_word = max(len(w) for ln in lines for w in ln.split(" "))
-            shortest.append(min(natural[-1], max(MIN_WRAP, min(longest_word, MAX_WORD))))
+            shortest.append(natural[-1] if col.no_wrap else min(natural[-1], max(MIN_WRAP, longest_word)))
+        return natural, shortest
+
+    def fits(self, width: int) -> bool:
+        """Whether the columns side by side fit `width` without cutting a word."""
+        return sum(self._measure()[1]) + len(GAP) * (len(self.columns) - 1) <= width
+
+    def widths(self, width: int) -> list[int]:
+        """Natural widths when they fit; otherwise the wrapping columns share what the others leave, by ratio, none
+        narrower than its shortest (the result is wider than `width` when the table does not fit)."""
+        natural, shortest = self._measure()
         room = width - len(GAP) * (len(self.columns) - 1)
         if sum(natural) <= room:
             return natural
@@ -167,25 +189,62 @@ class Table:
         left = room - sum(natural[i] for i in range(len(out)) if i not in flexible)
         while flexible:
             total = sum(self.columns[i].ratio for i in flexible)
-            share = {i: max(shortest[i], left * self.columns[i].ratio // total) for i in flexible}
-            settled = [i for i in flexible if natural[i] <= share[i]]
+            share = {i: left * self.columns[i].ratio // total for i in flexible}
+            # Columns that would fall below their shortest take it first: that only narrows the others' shares,
+            # whereas settling a column at its natural width only widens them.
+            starved = [i for i in flexible if share[i] < shortest[i]]
+            settled = starved or [i for i in flexible if natural[i] <= share[i]]
             if not settled:
                 for i in flexible:
                     out[i] = share[i]
-                out[flexible[-1]] += max(0, left - sum(share.values()))
+                out[flexible[-1]] += left - sum(share.values())
                 break
             for i in settled:
-                out[i] = natural[i]
-                left -= natural[i]
+                out[i] = shortest[i] if starved else natural[i]
+                left -= out[i]
                 flexible.remove(i)
         return out
 
     def lines(self, width: int) -> list[Text]:
+        if not self.fits(width):
+            return self._stacked(width)
         widths = self.widths(width)
         out = self._row([Text(c.header, style="bold") for c in self.columns], widths)
         out.append(Text("─" * (sum(widths) + len(GAP) * (len(widths) - 1))))
         for row in self.rows:
             out.extend(self._row(row, widths))
+        return out
+
+    def _stacked(self, width: int) -> list[Text]:
+        head = min(max(1, self.stack_head), len(self.columns))
+        head_widths = [max([len(ln) for r in self.rows for ln in r[i].plain.split("\n")] or [0]) for i in range(head)]
+        indent = " " * STACK_INDENT
+        out: list[Text] = []
+        for row in self.rows:
+            out.extend(self._line(row[:head], head_widths).wrap(width, indent=STACK_INDENT))
+            packed: Text | None = None
+            for col, cell in zip(self.columns[head:], row[head:]):
+                if not cell.plain.strip():
+                    continue
+                label = " ".join(col.header.split())
+                item = Text(f"{label}: ", style="dim").append_text(cell)
+                single = "\n" not in cell.plain
+                if single and packed is not None and len(packed.plain) + len(GAP) + len(item.plain) <= width:
+                    packed.append(GAP).append_text(item)
+                    continue
+                if packed is not None:
+                    out.extend(packed.wrap(width, indent=STACK_INDENT + HANG))
+                    packed = None
+                if single:
+                    packed = Text(indent).append_text(item)
+                else:
+                    lines = item.split_lines()
+                    block = Text(indent).append_text(lines[0])
+                    for line in lines[1:]:
+                        block.append("\n" + indent + " " * HANG).append_text(line)
+                    out.extend(block.wrap(width, indent=STACK_INDENT + HANG))
+            if packed is not None:
+                out.extend(packed.wrap(width, indent=STACK_INDENT + HANG))
         return out
 
     def _row(self, cells: Sequence[Text], widths: Sequence[int]) -> list[Text]:
@@ -206,8 +265,21 @@ class Table:
         return line
 
 
+def line_width(terminal: bool) -> int:
+    """The width reports are laid out to: COLUMNS when it is a positive number, on a terminal or not (as rich, pip
+    and ruff do); otherwise the terminal's width, or FILE_WIDTH off a terminal; never less than MIN_WIDTH."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(MIN_WIDTH, int(columns))
+    if terminal:
+        import shutil
+
+        return max(MIN_WIDTH, shutil.get_terminal_size((FILE_WIDTH, 24)).columns)
+    return FILE_WIDTH
+
+
 class Console:
-    """Where a report is written: colour and width follow the stream (a terminal, a pipe, a file)."""
+    """Where a report is written: colour and width follow the stream (a terminal, a pipe, a file); see line_width."""
 
     def __init__(self, file: IO[str] | None = None) -> None:
         self.file = file or sys.stdout
@@ -215,11 +287,7 @@ class Console:
         env = os.environ
         self.color = bool(env.get("FORCE_COLOR")) or (terminal and not env.get("NO_COLOR")
                                                        and env.get("TERM") != "dumb")
-        self.width = FILE_WIDTH
-        if terminal:
-            import shutil
-
-            self.width = max(40, shutil.get_terminal_size((FILE_WIDTH, 24)).columns)
+        self.width = line_width(terminal)
 
     def print(self, *objects: Union[Cell, Table], style: str = "") -> None:
         """Write each object on its own lines: text wraps to the width, a table fits it."""

@@ -146,7 +146,7 @@ def _selection_text(s: Selection) -> Text:
 def render_result(console: Console, result: ConfigResult) -> None:
     """The detailed table for one config."""
     console.print(Text(result.config.label(), style="bold"))
-    table = Table()
+    table = Table(stack_head=2)
     table.add_column("backend", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("why", ratio=3)
