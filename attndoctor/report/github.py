@@ -6,6 +6,7 @@ import os
 
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
+from ..words import plural
 
 MARK = {"supported": "✅", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
         "not-installed": "–"}
@@ -46,7 +47,7 @@ def render_github(report: Report, gate: GateResult) -> str:
         with open(summary_path, "a", encoding="utf-8") as out:
             out.write(summary_markdown(report, gate))
     lines.append(f"attndoctor: gate {'passed' if gate.passed else 'FAILED'} "
-                 f"({sum(not c.passed for c in gate.checks)} failing checks of {len(gate.checks)})")
+                 f"({plural(sum(not c.passed for c in gate.checks), 'failing check')} of {len(gate.checks)})")
     return "\n".join(lines) + "\n"
 
 
