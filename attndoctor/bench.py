@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from . import __version__
 from .config import AttentionConfig
 from .environment import Environment
+from .words import verdict_words
 
 SCHEMA_VERSION = 1
 FLOP_FORMULA = ("forward = 2*B*H*Sq*Skv*(D+Dv)*f; backward = 2.5*forward; forward+backward = 3.5*forward; "
@@ -317,9 +318,8 @@ def _not_run_reason(verdict: Any) -> str:
     if verdict.status == "depends":
         return f"the rules cannot decide (depends on {', '.join(verdict.missing) or 'unknown facts'})"
     blocking = verdict.blocking(True)
-    if blocking:
-        return f"the rules say {verdict.status}: {blocking[0].id}: {blocking[0].message}"
-    return f"the rules say {verdict.status}"
+    said = f"the rules say it {verdict_words(verdict.status, 'this config')}"
+    return f"{said}: {blocking[0].id}: {blocking[0].message}" if blocking else said
 
 
 def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .config import AttentionConfig
 from .environment import Environment
 from .errors import UsageError
+from .words import plural
 
 SCHEMA_VERSION = 1
 
@@ -336,7 +337,7 @@ def decide(*, mismatches: Mapping[str, Sequence[Any]], cp: Sequence[Mapping[str,
     for rank, message in sorted(errors.items()):
         reasons.append(f"rank {rank} could not evaluate: {message}")
     if missing:
-        reasons.append(f"{len(missing)} rank(s) did not answer in time: {compact_ranks(missing)}")
+        reasons.append(f"{plural(len(missing), 'rank')} did not answer in time: {compact_ranks(missing)}")
     if mismatches.get("configs"):
         reasons.append("the ranks evaluated different configs")
     for m in mismatches.get("selected", ()):

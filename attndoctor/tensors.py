@@ -7,6 +7,7 @@ from typing import Any
 from .config import AttentionConfig, make_config
 from .engine.evaluate import ConfigResult, Report
 from .environment import Environment, environment_from_flags
+from .words import verdict_words
 
 SDPA_LAYOUT = "bhsd"
 """PyTorch's scaled_dot_product_attention takes (batch, heads, seqlen, head dim)."""
@@ -144,7 +145,7 @@ def preflight(q: Any, k: Any, v: Any, *, backend: str | None = None, causal: boo
         if verdict.supported is not True:
             reasons = [f"{f.id}: {f.message}" for f in verdict.blocking(True)] or \
                 [f"depends on {', '.join(verdict.missing)}"]
-            problems.append(f"{backend} is {verdict.status} for {config.label()}: " + "; ".join(reasons)
+            problems.append(f"{backend} {verdict_words(verdict.status, config.label())}: " + "; ".join(reasons)
                             + (f". Smallest fix: {verdict.fix.describe()}" if verdict.fix else ""))
     else:
         for s in result.selected:

@@ -174,7 +174,7 @@ def test_run_bench_times_supported_backends_and_recommends():
     assert r.recommendation.default_framework == "pytorch"
     reasons = {n["backend"]: n["reason"] for n in r.not_run}
     assert "sdpa-math" in reasons and "GiB" in reasons["sdpa-math"]
-    assert reasons["sdpa-efficient"].startswith("the rules say unsupported")
+    assert reasons["sdpa-efficient"].startswith("the rules say it refuses this config: SDPA-EFF-GQA")
     assert report.untimed == []
 
 

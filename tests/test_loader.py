@@ -44,7 +44,7 @@ def load(tmp_path, rules):
     (('condition = "hdim > 128"', 'condition = "hdim > 128"\nfixes = [{ upgrade = "numpy", to = "1" }]'),
      ["upgrade takes a package"]),
     (('condition = "hdim > 128"', 'condition = "hdim > 128"\nfixes = [{ change = "hdim", to = "\'x\'" }]'),
-     ["change hdim needs a int"]),
+     ["change hdim needs an int"]),
     (('condition = "hdim > 128"', 'condition = "hdim > 128"\nfixes = [{ change = "hdim", to = "cudnn" }]'),
      ["change hdim"]),
     (('condition = "hdim > 128"', 'condition = "hdim > 128"\nbogus = 1'), ["unknown key 'bogus'"]),

@@ -8,6 +8,7 @@ from typing import List, Optional
 
 import typer
 
+from ..words import plural
 from .common import handle_errors
 
 rules_app = typer.Typer(help="Browse and check the rule base.", no_args_is_help=True)
@@ -50,7 +51,7 @@ def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", he
         table.add_row(r.id, ", ".join(r.backends), r.effect, r.title)
     console = Console()
     console.print(table)
-    console.print(f"{len(rules)} rules")
+    console.print(plural(len(rules), "rule"))
 
 
 @rules_app.command("show")
@@ -112,7 +113,7 @@ def lint_rules(rules_dir: Optional[str] = RulesDir) -> None:
     problems = lint(base)
     for p in problems:
         sys.stdout.write(f"{p}\n")
-    sys.stdout.write(f"{len(base.rules)} rules in {len(base.files)} files: "
+    sys.stdout.write(f"{plural(len(base.rules), 'rule')} in {plural(len(base.files), 'file')}: "
                      f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}\n")
     raise typer.Exit(1 if problems else 0)
 

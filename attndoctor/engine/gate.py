@@ -16,6 +16,7 @@ there a shape that nothing runs (Gemma-2's softcap on PyTorch SDPA) is reported,
 from typing import NamedTuple, Sequence
 
 from ..environment import ABSENT, Environment
+from ..words import a, verdict_words
 from .evaluate import ConfigResult, Report, Verdict
 from .rules import FRAMEWORK_LABELS
 
@@ -108,7 +109,7 @@ def config_checks(result: ConfigResult, *, require: Sequence[str] = (), require_
         v = verdicts[backend]
         ok = v.supported is True
         checks.append(GateCheck(label, f"require {backend}", ok, [] if ok else
-                                [f"required backend {backend} is {v.status} ({_why(v)})"],
+                                [f"required backend {backend} {verdict_words(v.status)} ({_why(v)})"],
                                 [] if ok else _fixes(v), backend))
     for group in require_any:
         ok = any(verdicts[b].supported is True for b in group)
@@ -133,7 +134,7 @@ def config_checks(result: ConfigResult, *, require: Sequence[str] = (), require_
         hits = [(v, f) for v in result.all_verdicts if v.backend.id in scope for f in v.findings
                 if f.applies is True and f.id not in MACHINE_FINDINGS and SEVERITY[f.effect] >= SEVERITY[fail_on]]
         checks.append(GateCheck(label, f"fail-on {fail_on}", not hits,
-                                [f"{v.backend.id} has a {f.effect} finding ({f.id}: {f.message})" for v, f in hits],
+                                [f"{v.backend.id} has {a(f.effect)} finding ({f.id}: {f.message})" for v, f in hits],
                                 [fix for v, _ in hits for fix in _fixes(v)[:1]]))
     return checks
 

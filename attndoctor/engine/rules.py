@@ -11,6 +11,7 @@ from .._toml import load_toml_file
 from ..config import FIELDS
 from ..environment import PACKAGE_LABELS, PACKAGES, PIP_NAMES, parse_version
 from ..errors import RuleError, UsageError
+from ..words import a
 from . import expr
 from .ranges import VersionRange
 
@@ -456,7 +457,7 @@ def _fix(raw: Any, err: Any) -> Fix:
             raise err(f"fixes: change {target}: {exc}") from None
         want = expr.VARIABLES[target][0]
         if not (typ == want or {typ, want} <= {expr.INT, expr.NUM}):
-            raise err(f"fixes: change {target} needs a {want}, got a {typ}")
+            raise err(f"fixes: change {target} needs {a(want)}, got {a(typ)}")
         if isinstance(node, expr.Const) and expr.VARIABLES[target][1] and node.value not in expr.VARIABLES[target][1]:
             raise err(f"fixes: {target} is never {node.value!r}")
         free = expr.free_names(node) - expr.CONFIG_VARIABLES

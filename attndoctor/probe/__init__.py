@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable
 
 from ..environment import ABSENT, Environment, parse_version
+from ..words import plural
 from ._run import Part, note
 from .api import probe_api
 from .cudnn_lib import probe_cudnn_library
@@ -164,4 +165,4 @@ def _cross_check(env: Environment, cuda_driver: str | None) -> None:
                                       "version compatibility, without PTX JIT"))
     if has_torch and env.torch_cuda_available is False and env.gpus and cuda not in (None, ABSENT):
         env.notes.append(note("torch", "error", f"torch.cuda.is_available() is False although NVML sees "
-                              f"{len(env.gpus)} GPU(s): CUDA does not initialise for torch"))
+                              f"{plural(len(env.gpus), 'GPU')}: CUDA does not initialise for torch"))

@@ -8,6 +8,7 @@ from typing import IO, Any, Mapping
 from .. import __version__
 from ..environment import ABSENT
 from ..fleet import FINGERPRINT_VERSIONS, compact_ranks
+from ..words import plural
 from .term import Console, Text
 
 SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN", "cudnn_frontend": "cudnn-frontend",
@@ -63,8 +64,7 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
     hosts = world.get("hosts") or []
     head = Text()
     head.append(f"attndoctor {__version__}", style="bold")
-    plural = "s" if len(hosts) != 1 else ""
-    head.append(f" · fleet · {size} rank{'s' if size != 1 else ''} on {len(hosts)} host{plural}")
+    head.append(f" · fleet · {plural(size, 'rank')} on {plural(len(hosts), 'host')}")
     launcher = world.get("launcher")
     head.append(f" ({launcher})" if launcher != "single" else "")
     if world.get("seconds") is not None:
@@ -75,7 +75,8 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
                       "`torchrun --nproc-per-node N --no-python attndoctor fleet` or `srun attndoctor fleet` to "
                       "check every rank.", style="yellow")
     names = list(dict.fromkeys(label.split(": ")[0] if ": " in label else label for label in doc["configs"]))
-    console.print(f"{len(doc['configs'])} config(s): {', '.join(names[:6])}" + (" …" if len(names) > 6 else ""))
+    console.print(f"{plural(len(doc['configs']), 'config')}: {', '.join(names[:6])}"
+                  + (" …" if len(names) > 6 else ""))
 
     groups = doc["groups"]
     console.print()

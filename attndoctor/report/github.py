@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
+from ..words import plural
 from .location import github_file, sources_by_label
 
 MARK = {"supported": "✅", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
@@ -55,7 +56,7 @@ def render_github(report: Report, gate: GateResult) -> str:
                 if f.applies is True and f.effect in ("wrong-results", "api-mismatch"):
                     lines.append(_command("warning", source, f"{label}: {v.backend.id} {f.id}", f.message))
     lines.append(f"attndoctor: gate {'passed' if gate.passed else 'FAILED'} "
-                 f"({sum(not c.passed for c in gate.checks)} failing checks of {len(gate.checks)})")
+                 f"({plural(sum(not c.passed for c in gate.checks), 'failing check')} of {len(gate.checks)})")
     return "\n".join(lines) + "\n"
 
 

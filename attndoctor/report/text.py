@@ -9,6 +9,7 @@ from ..engine.evaluate import ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
 from ..engine.rules import FRAMEWORK_LABELS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment
+from ..words import plural
 from .term import Console, Table, Text
 
 MARK = {
@@ -83,6 +84,10 @@ MAX_CONDITIONS = 3
 """A `depends` verdict shows this many of its open conditions; the rest are in --format json."""
 
 
+def more_conditions(n: int) -> str:
+    return f"… and {plural(n, 'more condition')} (--format json lists them)"
+
+
 def _why(v: Verdict) -> Text:
     shown = [f for f in v.findings if f.blocking] or [f for f in v.findings if f.effect in ("slow", "info")]
     text = Text()
@@ -99,7 +104,7 @@ def _why(v: Verdict) -> Text:
             text.append("\n")
         text.append_text(_finding_line(f))
     if len(open_) > MAX_CONDITIONS:
-        text.append(f"\n… and {len(open_) - MAX_CONDITIONS} more conditions (--format json lists them)", style="dim")
+        text.append("\n" + more_conditions(len(open_) - MAX_CONDITIONS), style="dim")
     if v.status == "depends" and v.missing:
         text.append("\n")
         text.append(f"depends on: {', '.join(v.missing)}", style="yellow")

@@ -6,6 +6,7 @@ import json
 from typing import IO
 
 from ..verification import DEFAULTS, Observation, VerifyReport
+from ..words import plural
 from .text import MARK, environment_lines
 from .term import Console, Table, Text
 
@@ -72,7 +73,7 @@ def _header(report: VerifyReport) -> list[Text]:
     head = Text()
     head.append("verify: ", style="bold")
     head.append(f"{n_cfg} config{'s' * (n_cfg != 1)} × {n_b} backend{'s' * (n_b != 1)}"
-                f" ({', '.join(report.backends) or 'none'}) · {len(report.observations)} runs in "
+                f" ({', '.join(report.backends) or 'none'}) · {plural(len(report.observations), 'run')} in "
                 f"{report.wall_s:.1f} s · seed {report.seed}")
     if report.worker_info.get("gpu"):
         head.append(f" · worker on {report.worker_info['gpu']}", style="dim")
