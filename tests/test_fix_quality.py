@@ -43,3 +43,121 @@ def test_engine_modules_import_no_cycle():
 
     for module in sorted(graph):
         visit(module, [])
+
+
+# ---------------------------------------------------------------- the fix search (shipped rules, real configs)
+
+from attndoctor.config import make_config  # noqa: E402
+from attndoctor.engine.evaluate import Evaluator, plan_of  # noqa: E402
+from attndoctor.engine.rules import Fix, load_rulebase  # noqa: E402
+from attndoctor.environment import environment_from_flags  # noqa: E402
+
+OLD_H100 = {"gpu": "H100", "torch": "2.5.1", "cudnn": "9.1", "te": "2.3", "flash_attn": "2.6.3"}
+MLA = {"batch": 2, "heads": 16, "hdim": 192, "hdim_v": 128, "seqlen": 4096, "dtype": "bf16", "train": True}
+
+
+def verdict(backend: str, config: dict, env: dict):
+    base = load_rulebase()
+    return Evaluator(base).verdict(base.backend(backend), make_config(config), environment_from_flags(env))
+
+
+def plans(v):
+    return ([v.fix] if v.fix else []) + list(v.alternatives)
+
+
+def test_no_plan_sets_one_field_twice():
+    """SDPA flash with a padding mask: 'set mask = none and set mask = causal' contradicts itself."""
+    config = {"batch": 2, "heads": 16, "hdim": 64, "seqlen": 4096, "dtype": "bf16", "train": True, "mask": "padding"}
+    v = verdict("sdpa-flash", config, OLD_H100)
+    assert plans(v)
+    for plan in plans(v):
+        targets = [f.target for f in plan.fixes]
+        assert len(targets) == len(set(targets)), plan.describe()
+
+
+def test_two_upgrades_of_one_package_become_the_higher_one():
+    config = dict(MLA, mask="causal-bottom-right", softcap=30.0)
+    v = verdict("te-fused", config, OLD_H100)
+    texts = [p.describe() for p in plans(v)]
+    assert texts and not any(t.count("upgrade cuDNN") > 1 for t in texts), texts
+    assert [f.describe() for f in plan_of((Fix("upgrade", "cudnn", "9.5.0"), Fix("upgrade", "cudnn", "9.7.0")),
+                                          make_config(config), environment_from_flags(OLD_H100))] == \
+        ["upgrade cuDNN to 9.7.0 or later"]
+    assert plan_of((Fix("upgrade", "cudnn", "9.5.0"), Fix("downgrade", "cudnn", "9.0.0")), make_config(config),
+                   environment_from_flags(OLD_H100)) is None
+
+
+def test_no_fix_sets_a_field_to_the_value_it_has():
+    """'set seqlen_q = 4096 (pad ...)' for a seqlen_q of 4096 is no step at all."""
+    config = dict(MLA, mask="causal-bottom-right", softcap=30.0)
+    v = verdict("te-fused", config, OLD_H100)
+    cfg = make_config(config)
+    for plan in plans(v):
+        for f in plan.fixes:
+            if f.kind in ("change", "pad"):
+                assert getattr(cfg, f.target) != f.to, plan.describe()
+
+
+def test_padding_never_shrinks_a_dimension():
+    """MLA 192/128 on flash-attn 2: 'set hdim = 128 (pad q and k ...)' would cut q and k, not pad them."""
+    v = verdict("flash-attn-2", MLA, OLD_H100)
+    texts = [p.describe() for p in plans(v)]
+    assert texts == ["pad hdim_v to 192 (V with zeros to the q/k head dim and slice the output back)"], texts
+    v = verdict("flash-attn-2", dict(MLA, hdim=128, hdim_v=192), OLD_H100)
+    assert [p.describe() for p in plans(v)][0].startswith("pad hdim to 192")
+
+
+def test_a_no_op_pad_is_not_offered():
+    """SDPA flash on sm86 with head dim 256: 'pad hdim 256 to 256' is no fix."""
+    config = {"batch": 2, "heads": 16, "hdim": 256, "seqlen": 4096, "dtype": "bf16", "train": True, "dropout": 0.1}
+    v = verdict("sdpa-flash", config, {"gpu": "RTX3090", "torch": "2.6.0"})
+    texts = [p.describe() for p in plans(v)]
+    assert texts and not any("hdim" in t for t in texts), texts
+    assert "set dropout = 0" in texts[0], texts
+
+
+def test_a_dominated_alternative_is_not_offered():
+    """'upgrade cuDNN to 9.3.0' and 'upgrade cuDNN to 9.7.0' with the same result say the same thing twice."""
+    config = {"batch": 2, "heads": 16, "hdim": 64, "seqlen": 4096, "dtype": "bf16", "train": True,
+              "mask": "causal-bottom-right"}
+    v = verdict("te-fused", config, OLD_H100)
+    ups = [p for p in plans(v) if all(f.kind == "upgrade" and f.target == "cudnn" for f in p.fixes)]
+    assert len(ups) == 1, [p.describe() for p in plans(v)]
+
+
+# ---------------------------------------------------------------- `rules lint` catches such fixes in the data
+
+from conftest import BACKENDS, SELECTION, write_rules  # noqa: E402
+from attndoctor.engine.lint import lint_rule  # noqa: E402
+from attndoctor.engine.rules import build_rulebase  # noqa: E402
+
+LINT_RULES = """
+[[rule]]
+id = "T-MLA"
+title = "alpha needs hdim == hdim_v"
+backends = ["alpha"]
+effect = "unsupported"
+condition = "hdim != hdim_v"
+message = "no MLA"
+symptom = "refused"
+fixes = [
+  { pad = "hdim", to = "hdim_v", note = "q and k with zeros" },
+  { change = "hdim_v", to = "hdim_v", note = "nothing" },
+  { change = "hdim_v", to = "hdim", note = "pad V with zeros" },
+]
+references = ["test"]
+examples = [
+  { applies = true, config = { hdim = 192, hdim_v = 128, heads = 8, seqlen = 64 }, env = {} },
+  { applies = false, config = { hdim = 128, heads = 8, seqlen = 64 }, env = {} },
+]
+"""
+
+
+def test_lint_flags_a_pad_that_shrinks_a_no_op_fix_and_a_pad_written_as_change(tmp_path):
+    folder = write_rules(tmp_path / "rules", rules=LINT_RULES, backends=BACKENDS, selection=SELECTION)
+    rule = build_rulebase(sorted(folder.glob("*.toml")), root=folder).rule("T-MLA")
+    problems = [p.message for p in lint_rule(rule)]
+    assert any("pad hdim to hdim_v" in p and "shrinks hdim (192 -> 128)" in p for p in problems), problems
+    assert any("set hdim_v = hdim_v" in p and "changes nothing" in p for p in problems), problems
+    assert any("set hdim_v = hdim" in p and "write it as pad" in p for p in problems), problems
+    assert len(problems) == 3, problems

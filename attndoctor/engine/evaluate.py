@@ -427,34 +427,38 @@ class Evaluator:
         singles = list(dict.fromkeys(fix for fixes in per_finding for fix in fixes))
         candidates.extend(((fix,), 1) for fix in singles)
         for fixes in per_finding:
-            changes = [f for f in fixes if f.kind == "change"]
+            changes = [f for f in fixes if f.kind in ("change", "pad")]
             candidates.extend((pair, 1) for pair in itertools.combinations(changes, 2))
         if len(per_finding) > 1 and all(per_finding):
             for combo in itertools.islice(itertools.product(*per_finding), 64):
                 unique = tuple(dict.fromkeys(combo))
                 if len(unique) > 1:
                     candidates.append((unique, len(unique)))
+        facts = self.fact_cache.facts(config, env)
         working: list[tuple[FixPlan, int]] = []
-        seen: set[tuple[Fix, ...]] = set()
+        seen: set[tuple[Any, ...]] = set()
         for combo, actions in candidates:
-            key = tuple(sorted(combo, key=lambda f: (f.kind, f.target, str(f.to))))
+            plan = plan_of(combo, config, env, facts)
+            if plan is None:
+                continue
+            key = _plan_key(plan)
             if key in seen:
                 continue
             seen.add(key)
-            facts = self.fact_cache.facts(config, env)
-            applied = apply_fixes(combo, config, env, facts)
+            applied = apply_fixes(plan, config, env, facts)
             if applied is None:
                 continue
             new_config, new_env = applied
             result = self.quick_status(backend, new_config, new_env)
             if result in ("supported", "depends"):
-                working.append((FixPlan(fixes=_resolved(combo, facts), result=result), actions))
+                working.append((FixPlan(fixes=plan, result=result), min(actions, len(plan))))
         if working:
             smallest = min(actions for _, actions in working)
             working = [(p, a) for p, a in working if a == smallest]
         working.sort(key=lambda pa: (pa[0].result != "supported", sum(FIX_RANK[f.kind] for f in pa[0].fixes),
                                      len(pa[0].fixes)))
-        return [p for p, _ in working]
+        found = [p for p, _ in working]
+        return [p for p in found if not any(_dominates(q, p) for q in found if q is not p)]
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
@@ -580,11 +584,84 @@ def _resolved(fixes: Sequence[Fix], facts: dict[str, Any]) -> tuple[Fix, ...]:
     """The fixes with each config change's expression replaced by the value it gives for these facts."""
     out = []
     for fix in fixes:
-        if fix.kind == "change" and fix.value_node is not None:
+        if fix.kind in ("change", "pad") and fix.value_node is not None:
             value = expr.compile_node(fix.value_node)(facts)
             fix = Fix(fix.kind, fix.target, value, fix.note)
         out.append(fix)
     return tuple(out)
+
+
+def _current(config: AttentionConfig, field: str) -> Any:
+    if field in ("window_left", "window_right"):
+        return config.window[0 if field == "window_left" else 1]
+    return getattr(config, field, None)
+
+
+def plan_of(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
+            facts: dict[str, Any] | None = None) -> tuple[Fix, ...] | None:
+    """Fixes as one plan a user can follow: resolved for this config, steps that change nothing left out, two bounds
+    on one package merged into the tighter; None when two steps want different values of one field, or a pad would
+    not grow its field (padding never cuts)."""
+    facts = build_facts(config, env) if facts is None else facts
+    steps: dict[tuple[str, str], Fix] = {}
+    for fix in _resolved(fixes, facts):
+        if fix.kind in ("change", "pad"):
+            if fix.to is expr.UNKNOWN:
+                return None
+            current = _current(config, fix.target)
+            if fix.kind == "pad" and (current is None or fix.to < current):
+                return None
+            if current is not None and fix.to == current:
+                continue
+            key = ("field", fix.target)
+        elif fix.kind in ("upgrade", "downgrade"):
+            current = env.versions.get(fix.target)
+            if current == ABSENT:
+                return None
+            if current is not None:
+                now, to = _version(current, fix.target), _version(fix.to, fix.target)
+                if now >= to if fix.kind == "upgrade" else now <= to:
+                    continue
+            key = ("package", fix.target)
+        else:
+            if env.env_vars.get(fix.target) == fix.to:
+                continue
+            key = ("env", fix.target)
+        other = steps.get(key)
+        if other is None:
+            steps[key] = fix
+        elif other[:3] == fix[:3]:
+            continue
+        elif fix.kind == other.kind and fix.kind in ("upgrade", "downgrade"):
+            later = _version(fix.to, fix.target) > _version(other.to, fix.target)
+            if later == (fix.kind == "upgrade"):
+                steps[key] = fix
+        else:
+            return None
+    return tuple(steps.values()) or None
+
+
+def _plan_key(plan: Sequence[Fix]) -> tuple[Any, ...]:
+    """A plan's identity: its steps, whatever notes the rules gave them."""
+    return tuple(sorted((f.kind, f.target, str(f.to)) for f in plan))
+
+
+def _dominates(a: FixPlan, b: FixPlan) -> bool:
+    """True when plan a asks no more than plan b (the same steps, lower upgrade bounds) for as good a result."""
+    if a.result != "supported" and b.result == "supported":
+        return False
+    theirs = {(f.kind, f.target): f for f in b.fixes}
+    for f in a.fixes:
+        g = theirs.get((f.kind, f.target))
+        if g is None:
+            return False
+        if f.kind in ("upgrade", "downgrade"):
+            lower = _version(f.to, f.target) <= _version(g.to, g.target)
+            if lower != (f.kind == "upgrade") and f.to != g.to:
+                return False
+        elif f.to != g.to:
+            return False
+    return True
 
 
 def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
@@ -603,15 +680,14 @@ def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
         elif fix.kind == "unset":
             env = env.with_env_var(fix.target, None)
         else:
-            assert fix.value_node is not None
-            value = expr.compile_node(fix.value_node)(facts)
+            value = expr.compile_node(fix.value_node)(facts) if fix.value_node is not None else fix.to
             if value is expr.UNKNOWN:
                 return None
             if fix.target in ("window_left", "window_right"):
                 window = list(changes.get("window", config.window))
                 window[0 if fix.target == "window_left" else 1] = value
                 changes["window"] = window
-            elif fix.target == "layout" or fix.target not in ("qkv_format",):
+            elif fix.target != "qkv_format":
                 changes[fix.target] = value
     if changes:
         if all(getattr(config, k, None) == v for k, v in changes.items() if k != "window") and \
