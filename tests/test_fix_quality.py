@@ -161,3 +161,32 @@ def test_lint_flags_a_pad_that_shrinks_a_no_op_fix_and_a_pad_written_as_change(t
     assert any("set hdim_v = hdim_v" in p and "changes nothing" in p for p in problems), problems
     assert any("set hdim_v = hdim" in p and "write it as pad" in p for p in problems), problems
     assert len(problems) == 3, problems
+
+
+# ---------------------------------------------------------------- flash-attn 2, head dim 256, dropout, sm86/sm89
+
+HD256_DROPOUT = {"batch": 2, "heads": 16, "hdim": 256, "seqlen": 4096, "dtype": "bf16", "train": True,
+                 "dropout": 0.1, "mask": "causal"}
+
+
+def test_flash_attn_2_from_273_skips_the_backward_on_sm86_89_with_dropout():
+    """From 2.7.3 the check is gone but run_mha_bwd_hdim256 launches nothing on 99 KB of shared memory."""
+    for gpu in ("RTX3090", "L40S"):
+        v = verdict("flash-attn-2", HD256_DROPOUT, {"gpu": gpu, "flash_attn": "2.8.3"})
+        assert v.status == "wrong-results", (gpu, v.status)
+        assert [[f.describe()[:15] for f in p.fixes] for p in plans(v)] == [["set dropout = 0"]]
+    assert verdict("flash-attn-2", dict(HD256_DROPOUT, dropout=0.0), {"gpu": "L40S", "flash_attn": "2.8.3"}).status \
+        == "supported"
+    assert verdict("flash-attn-2", HD256_DROPOUT, {"gpu": "A100", "flash_attn": "2.8.3"}).status == "supported"
+
+
+def test_the_one_real_fix_for_flash_attn_2_is_dropout_0_not_an_upgrade():
+    v = verdict("flash-attn-2", HD256_DROPOUT, {"gpu": "RTX3090", "flash_attn": "2.6.3"})
+    assert [p.describe() for p in plans(v)] == ["set dropout = 0"]
+
+
+def test_a_fix_that_uncovers_another_refusal_is_completed():
+    """flash-attn 2.5.0 refuses head dim 256 training on sm86; 2.7.3 runs it only without dropout: both steps."""
+    v = verdict("flash-attn-2", HD256_DROPOUT, {"gpu": "RTX3090", "flash_attn": "2.5.0"})
+    texts = [p.describe() for p in plans(v)]
+    assert texts and "upgrade flash-attn to 2.7.3" in texts[0] and "set dropout = 0" in texts[0], texts

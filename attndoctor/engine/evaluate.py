@@ -437,21 +437,35 @@ class Evaluator:
         facts = self.fact_cache.facts(config, env)
         working: list[tuple[FixPlan, int]] = []
         seen: set[tuple[Any, ...]] = set()
-        for combo, actions in candidates:
-            plan = plan_of(combo, config, env, facts)
-            if plan is None:
-                continue
-            key = _plan_key(plan)
-            if key in seen:
-                continue
-            seen.add(key)
-            applied = apply_fixes(plan, config, env, facts)
-            if applied is None:
-                continue
-            new_config, new_env = applied
-            result = self.quick_status(backend, new_config, new_env)
-            if result in ("supported", "depends"):
-                working.append((FixPlan(fixes=plan, result=result), min(actions, len(plan))))
+        stuck: list[tuple[tuple[Fix, ...], int, AttentionConfig, Environment]] = []
+        for round_ in range(2):
+            for combo, actions in candidates:
+                plan = plan_of(combo, config, env, facts)
+                if plan is None:
+                    continue
+                key = _plan_key(plan)
+                if key in seen:
+                    continue
+                seen.add(key)
+                applied = apply_fixes(plan, config, env, facts)
+                if applied is None:
+                    continue
+                new_config, new_env = applied
+                result = self.quick_status(backend, new_config, new_env)
+                if result in ("supported", "depends"):
+                    working.append((FixPlan(fixes=plan, result=result), min(actions, len(plan))))
+                elif round_ == 0 and len(stuck) < 8:
+                    stuck.append((plan, actions, new_config, new_env))
+            if working or round_:
+                break
+            # No single step runs it: a step that leaves only new refusals gets their fixes added, once
+            # (upgrading flash-attn past a check can leave a case that only dropout = 0 fixes).
+            candidates = []
+            for plan, actions, new_config, new_env in stuck:
+                new_facts = self.fact_cache.facts(new_config, new_env)
+                for finding in self.findings(backend, new_config, new_env, new_facts):
+                    if finding.blocking and finding.applies is True:
+                        candidates.extend(((*plan, fix), actions + 1) for fix in finding.fixes)
         if working:
             smallest = min(actions for _, actions in working)
             working = [(p, a) for p, a in working if a == smallest]
