@@ -190,3 +190,22 @@ def test_a_fix_that_uncovers_another_refusal_is_completed():
     v = verdict("flash-attn-2", HD256_DROPOUT, {"gpu": "RTX3090", "flash_attn": "2.5.0"})
     texts = [p.describe() for p in plans(v)]
     assert texts and "upgrade flash-attn to 2.7.3" in texts[0] and "set dropout = 0" in texts[0], texts
+
+
+# ---------------------------------------------------------------- context parallelism is the same answer everywhere
+
+CP2 = {"batch": 2, "heads": 16, "hdim": 128, "seqlen": 8192, "dtype": "bf16", "train": True, "mask": "causal", "cp": 2}
+NEW_H100 = {"gpu": "H100", "torch": "2.11.0", "cudnn": "9.19", "te": "2.18", "flash_attn": "2.8.3",
+            "flash_attn_3": "3.0.0", "flash_attn_4": "4.0.0", "cudnn_frontend": "1.32.0"}
+
+
+def test_backends_without_their_own_context_parallelism_are_all_refused_for_cp_2():
+    base = load_rulebase()
+    result = Evaluator(base).evaluate(make_config(CP2), environment_from_flags(NEW_H100))
+    for v in result.all_verdicts:
+        if v.backend.framework == "transformer-engine":
+            continue  # TE shards the sequence itself (rules/te_cp.toml)
+        assert v.status == "unsupported", (v.backend.id, v.status)
+        why = " ".join(f.message for f in v.blocking())
+        assert "context_parallel" in why and "TransformerEngine" in why and "ring attention" in why, (v.backend.id, why)
+    assert result.verdict("te-fused").status == "supported"
