@@ -209,3 +209,55 @@ def test_backends_without_their_own_context_parallelism_are_all_refused_for_cp_2
         why = " ".join(f.message for f in v.blocking())
         assert "context_parallel" in why and "TransformerEngine" in why and "ring attention" in why, (v.backend.id, why)
     assert result.verdict("te-fused").status == "supported"
+
+
+# ---------------------------------------------------------------- conditions shown to users are simplified
+
+from attndoctor.engine import expr  # noqa: E402
+
+
+def shown(condition: str, facts: dict | None = None) -> str:
+    return expr.render(expr.residual(expr.parse(condition), facts or {}))
+
+
+def test_ranges_on_one_version_merge():
+    assert shown("cudnn < '9.0' or cudnn < '9.10'") == "cudnn < 9.10"
+    assert shown("te >= '1.7' and te < '1.12' and te < '1.11'") == "1.7 <= te < 1.11"
+    assert shown("not (cudnn >= '9.1' or cudnn >= '9.6')") == "not cudnn >= 9.1"
+    assert shown("cudnn >= '9.3' and cudnn < '9.1'") == "false"
+    assert shown("hdim > 128 and (cudnn < '9.5' or cudnn_frontend < '1.8')") == \
+        "hdim > 128 and (cudnn < 9.5 or cudnn_frontend < 1.8)"
+
+
+def test_a_range_that_covers_every_version_says_the_package_is_installed():
+    assert shown("te < '1.11' or te >= '1.11'") == "TransformerEngine is installed"
+    assert shown("sm < 90 or sm >= 90") == "true"
+    assert shown("installed('te') and te >= '2.15'") == "te >= 2.15"
+
+
+def test_double_negation_is_dropped():
+    assert shown("not (hdim > 128 and not (cudnn >= '9.5'))", {"hdim": 192}) == "cudnn >= 9.5"
+
+
+def test_function_syntax_reads_as_words():
+    assert shown("installed('flash_attn_4')") == "flash-attn 4 is installed"
+    assert shown("not installed('flash_attn')") == "flash-attn is not installed"
+    assert "installed(" not in shown("te >= '2.15' and installed('flash_attn_4')")
+
+
+def test_the_simplified_condition_decides_as_the_original():
+    import itertools
+
+    from packaging.version import Version
+
+    from attndoctor.environment import ABSENT
+    conditions = ["cudnn < '9.0' or cudnn < '9.10'", "te < '1.11' or te >= '1.11'",
+                  "te >= '1.7' and te < '1.12' and te < '1.11'", "installed('te') and te >= '2.15'",
+                  "not (cudnn >= '9.1' or cudnn >= '9.6')", "cudnn != '9.1' and cudnn >= '9.0'"]
+    for text in conditions:
+        node = expr.parse(text)
+        simple = expr.residual(node, {})
+        for cudnn, te in itertools.product(["8.9", "9.0", "9.1", "9.5", "9.6", "9.12", ABSENT],
+                                           ["1.6", "1.7", "1.11", "1.12", "2.15", ABSENT]):
+            facts = {"cudnn": cudnn if cudnn == ABSENT else Version(cudnn), "te": te if te == ABSENT else Version(te)}
+            assert expr.compile_node(simple)(facts) == expr.compile_node(node)(facts), (text, facts)
