@@ -261,3 +261,46 @@ def test_the_simplified_condition_decides_as_the_original():
                                            ["1.6", "1.7", "1.11", "1.12", "2.15", ABSENT]):
             facts = {"cudnn": cudnn if cudnn == ABSENT else Version(cudnn), "te": te if te == ABSENT else Version(te)}
             assert expr.compile_node(simple)(facts) == expr.compile_node(node)(facts), (text, facts)
+
+
+# ---------------------------------------------------------------- where the machine is, and install hints that work
+
+import re  # noqa: E402
+
+from attndoctor.environment import PACKAGES, environment_from_dict  # noqa: E402
+
+
+def _not_installed_message(env) -> str:
+    base = load_rulebase()
+    v = Evaluator(base).verdict(base.backend("te-fused"), make_config(CP2), env)
+    return next(f.message for f in v.findings if f.id == "AD-NOT-INSTALLED")
+
+
+def test_not_installed_names_the_machine_the_facts_came_from():
+    env = environment_from_dict({"gpu": "H100", "sm": 90, "versions": {"torch": "2.6.0", "te": "absent"}})
+    env.source = "env-file:node7.json"
+    text = _not_installed_message(env)
+    assert "on this machine" not in text and "in the environment described by node7.json" in text, text
+    env.source = "probe"
+    assert "on this machine" in _not_installed_message(env)
+    assert "on that machine" in _not_installed_message(environment_from_flags({"gpu": "H100", "te": "none"}))
+
+
+def _pip_commands(text: str) -> list[str]:
+    return re.findall(r"pip install [^()]*", text)
+
+
+def test_install_hints_exist_and_survive_zsh():
+    from attndoctor.environment import install_hint
+
+    assert "pip install" not in install_hint("flash_attn_3") and "hopper" in install_hint("flash_attn_3")
+    assert "pip install 'transformer-engine[pytorch]'" in install_hint("te")
+    texts = [install_hint(p) for p in PACKAGES]
+    texts += [Fix(kind, p, "3.0.0").describe() for p in PACKAGES for kind in ("upgrade", "downgrade")]
+    for text in texts:
+        assert "flash-attn-3" not in text, text
+        for command in _pip_commands(text):
+            unquoted = re.sub(r"'[^']*'", "", command)
+            assert not re.search(r"[\[\]<>=]", unquoted), command
+    fa3 = Fix("upgrade", "flash_attn_3", "3.0.0").describe()
+    assert "hopper" in fa3 and "pip install" not in fa3, fa3

@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..config import AttentionConfig, with_changes
-from ..environment import ABSENT, PACKAGE_LABELS, PIP_NAMES, PACKAGES, Environment, parse_version
+from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment, install_hint, parse_version, place
 from ..errors import UsageError
 from . import expr
 from .rules import BLOCKING, EFFECTS, FIX_RANK, Backend, Fix, Rule, RuleBase
@@ -578,19 +578,18 @@ def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any])
     for package in backend.requires:
         if facts.get(package) == ABSENT:
             label = PACKAGE_LABELS.get(package, package)
-            pip = PIP_NAMES.get(package)
-            hint = f"pip install {pip}" if pip else f"install {label}"
             yield Finding("AD-NOT-INSTALLED", "unsupported", "dispatch", f"{label} is not installed",
-                          f"{label} is not installed on this machine ({hint})", f"ModuleNotFoundError ({label})",
-                          (), BUILTIN_REFERENCE, True)
+                          f"{label} is not installed {place(env.source)} ({install_hint(package)})",
+                          f"ModuleNotFoundError ({label})", (), BUILTIN_REFERENCE, True)
         elif package in env.import_errors:
             label = PACKAGE_LABELS.get(package, package)
             yield Finding("AD-IMPORT-FAILS", "unsupported", "runtime", f"{label} is installed but does not import",
                           f"{label} fails to import: {env.import_errors[package]}", env.import_errors[package],
                           (), BUILTIN_REFERENCE, True)
     if env.no_gpu and not backend.cpu:
-        yield Finding("AD-NO-GPU", "unsupported", "dispatch", "no CUDA GPU on this machine",
-                      "this machine has no NVIDIA GPU (NVML found none)", "RuntimeError: No CUDA GPUs are available",
+        where = place(env.source)
+        yield Finding("AD-NO-GPU", "unsupported", "dispatch", f"no CUDA GPU {where}",
+                      f"no NVIDIA GPU {where} (NVML found none)", "RuntimeError: No CUDA GPUs are available",
                       (), BUILTIN_REFERENCE, True)
 
 

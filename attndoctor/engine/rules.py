@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from .._toml import load_toml_file
 from ..config import FIELDS
-from ..environment import PACKAGE_LABELS, PACKAGES, PIP_NAMES, parse_version
+from ..environment import PACKAGE_LABELS, PACKAGES, install_hint, parse_version
 from ..errors import RuleError, UsageError
 from . import expr
 from .ranges import VersionRange
@@ -64,9 +64,8 @@ class Fix(NamedTuple):
         if self.kind in ("upgrade", "downgrade"):
             label = PACKAGE_LABELS.get(self.target, self.target)
             bound = f"{self.to} or later" if self.kind == "upgrade" else f"{self.to}"
-            pip = PIP_NAMES.get(self.target)
             spec = f">={self.to}" if self.kind == "upgrade" else f"=={self.to}"
-            hint = f" (pip install '{pip}{spec}')" if pip and self.target != "cudnn" else ""
+            hint = f" ({install_hint(self.target, spec)})" if self.target not in ("cudnn", "cuda", "driver") else ""
             text = f"{self.kind} {label} to {bound}{hint}"
         elif self.kind == "change":
             text = f"set {self.target} = {self.to}"
