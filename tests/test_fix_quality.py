@@ -304,3 +304,9 @@ def test_install_hints_exist_and_survive_zsh():
             assert not re.search(r"[\[\]<>=]", unquoted), command
     fa3 = Fix("upgrade", "flash_attn_3", "3.0.0").describe()
     assert "hopper" in fa3 and "pip install" not in fa3, fa3
+
+
+def test_a_change_that_lowers_a_size_says_it_changes_the_model():
+    v = verdict("sdpa-cudnn", dict(MLA, mask="causal"), OLD_H100)
+    lowered = [f for p in plans(v) for f in p.fixes if f.kind == "change" and f.target == "hdim"]
+    assert lowered and all("a model change" in f.describe() for f in lowered), [p.describe() for p in plans(v)]

@@ -10,7 +10,7 @@ from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment, install_hint, parse_version, place
 from ..errors import UsageError
 from . import expr
-from .rules import BLOCKING, EFFECTS, FIX_RANK, Backend, Fix, Rule, RuleBase
+from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Rule, RuleBase
 
 STATUSES = ("supported", "depends", "unsupported", "api-mismatch", "wrong-results", "not-installed")
 
@@ -626,6 +626,8 @@ def plan_of(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
                 return None
             if current is not None and fix.to == current:
                 continue
+            if fix.kind == "change" and fix.target in PADDABLE and current is not None and fix.to < current:
+                fix = fix._replace(note="a model change" + (f"; {fix.note}" if fix.note else ""))
             key = ("field", fix.target)
         elif fix.kind in ("upgrade", "downgrade"):
             current = env.versions.get(fix.target)
