@@ -20,12 +20,38 @@ PACKAGE_LABELS = {
     "te": "TransformerEngine", "driver": "NVIDIA driver",
 }
 PIP_NAMES = {
-    "torch": "torch", "cudnn": "nvidia-cudnn-cu12", "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3",
-    "flash_attn_4": "flash-attn-4", "cudnn_frontend": "nvidia-cudnn-frontend", "te": "transformer-engine[pytorch]",
+    "torch": "torch", "cudnn": "nvidia-cudnn-cu12", "flash_attn": "flash-attn", "flash_attn_4": "flash-attn-4",
+    "cudnn_frontend": "nvidia-cudnn-frontend", "te": "transformer-engine[pytorch]",
+}
+"""Packages pip can install by name. flash-attn 3 is not on PyPI: it is built from the repository's hopper/ folder."""
+BUILD_HINTS = {
+    "flash_attn_3": "build it from the flash-attention repository's hopper/ folder: git clone "
+                    "https://github.com/Dao-AILab/flash-attention && cd flash-attention/hopper && "
+                    "python setup.py install",
 }
 REPORT_SCHEMA_VERSION = 1
 """The version of the `explain`/`check --format json` document, whose `environment` object is what env files hold."""
 ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
+
+
+def install_hint(package: str, spec: str = "") -> str:
+    """A command that installs a package (at `spec`, e.g. '>=2.7.3'), quoted so that zsh and bash take it as is."""
+    if package in BUILD_HINTS:
+        return BUILD_HINTS[package]
+    pip = PIP_NAMES.get(package)
+    if pip is None:
+        return f"install {PACKAGE_LABELS.get(package, package)}"
+    requirement = f"{pip}{spec}"
+    return f"pip install '{requirement}'" if any(c in requirement for c in "[]<>=!~*") else f"pip install {requirement}"
+
+
+def place(source: str) -> str:
+    """Where an environment's facts come from, as words: this machine, the env file's, or a described one."""
+    if source == "probe":
+        return "on this machine"
+    if source.startswith("env-file:"):
+        return f"in the environment described by {source.split(':', 1)[1]}"
+    return "on that machine"
 
 
 def parse_version(value: Any, *, what: str = "version", strict: bool = False) -> Version:

@@ -52,9 +52,9 @@ def plans(verdict):
 
 
 def fix_value(rule_id: str, target: str, config: dict, env: dict):
-    """The value a rule's `change` fix computes for this config (e.g. the padded sequence length)."""
+    """The value a rule's `change` or `pad` fix computes for this config (e.g. the padded sequence length)."""
     rule = BASE.rule(rule_id)
-    fix = next(f for f in rule.fixes if f.kind == "change" and f.target == target)
+    fix = next(f for f in rule.fixes if f.kind in ("change", "pad") and f.target == target)
     facts = build_facts(make_config(config), environment_from_flags(env))
     return expr.compile_node(fix.value_node)(facts)
 
@@ -104,7 +104,7 @@ def test_000_padding_v_enables_flash_attention_not_fused():
     flash = r.verdict("te-flash")
     assert flash.status == "unsupported" and "TE-FLASH-MLA" in applied(flash)
     offered = [[(f.kind, f.target, f.to) for f in p.fixes] for p in plans(flash)]
-    assert [("change", "hdim_v", 192)] in offered and [("upgrade", "te", "2.17.0")] in offered
+    assert [("pad", "hdim_v", 192)] in offered and [("upgrade", "te", "2.17.0")] in offered
     assert offered[0] == [("upgrade", "te", "2.17.0")]  # upgrades rank before config workarounds
     # ... and it is not offered for te-fused, which still needs cuDNN 9.5 for head dim 192 backward.
     assert not any(f.target == "hdim_v" for p in plans(r.verdict("te-fused")) for f in p.fixes)

@@ -36,7 +36,7 @@ def test_000_mla_training_on_cudnn_91(explain):
     fused = v["te-fused"]
     assert fused["supported"] is False
     assert any("upgrade cuDNN to 9.5.0" in t for t in fix_texts(fused))
-    assert any("hdim_v = 192" in t for t in fix_texts(v["te-flash"]))  # pad V: TE's flash backend then runs
+    assert any("pad hdim_v to 192" in t for t in fix_texts(v["te-flash"]))  # pad V: TE's flash backend then runs
     code, v, sel = explain(*MLA, "--infer", "--te", "2.5")
     assert v["te-fused"]["supported"] is True
     code, v, sel = explain(*MLA, "--train", "--te", "2.3")
@@ -53,7 +53,7 @@ def test_001_cp_cudnn_897_seqlen_16534(explain):
     fused = v["te-fused"]
     assert fused["supported"] is False and any(f["rule"] == "TE-FUSED-SEQ64-CUDNN8" for f in fused["findings"])
     texts = fix_texts(fused)
-    assert any("cuDNN to 9.0.0" in t for t in texts) and any("seqlen_q = 16576" in t for t in texts)
+    assert any("cuDNN to 9.0.0" in t for t in texts) and any("pad seqlen_q to 16576" in t for t in texts)
     code, v, sel = explain(*args[:-6], "--cudnn", "9.0.0", "--te", "1.9", "--flash-attn", "2.5.8")
     assert v["te-fused"]["supported"] is True
     # the tensors are one rank's share under cp = 2: TE 1.8 falls back to unfused and asserts

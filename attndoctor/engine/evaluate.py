@@ -7,10 +7,10 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..config import AttentionConfig, with_changes
-from ..environment import ABSENT, PACKAGE_LABELS, PIP_NAMES, PACKAGES, Environment, parse_version
+from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment, install_hint, parse_version, place
 from ..errors import UsageError
 from . import expr
-from .rules import BLOCKING, EFFECTS, FIX_RANK, Backend, Fix, Rule, RuleBase
+from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Rule, RuleBase
 
 STATUSES = ("supported", "depends", "unsupported", "api-mismatch", "wrong-results", "not-installed")
 
@@ -427,34 +427,52 @@ class Evaluator:
         singles = list(dict.fromkeys(fix for fixes in per_finding for fix in fixes))
         candidates.extend(((fix,), 1) for fix in singles)
         for fixes in per_finding:
-            changes = [f for f in fixes if f.kind == "change"]
+            changes = [f for f in fixes if f.kind in ("change", "pad")]
             candidates.extend((pair, 1) for pair in itertools.combinations(changes, 2))
         if len(per_finding) > 1 and all(per_finding):
             for combo in itertools.islice(itertools.product(*per_finding), 64):
                 unique = tuple(dict.fromkeys(combo))
                 if len(unique) > 1:
                     candidates.append((unique, len(unique)))
+        facts = self.fact_cache.facts(config, env)
         working: list[tuple[FixPlan, int]] = []
-        seen: set[tuple[Fix, ...]] = set()
-        for combo, actions in candidates:
-            key = tuple(sorted(combo, key=lambda f: (f.kind, f.target, str(f.to))))
-            if key in seen:
-                continue
-            seen.add(key)
-            facts = self.fact_cache.facts(config, env)
-            applied = apply_fixes(combo, config, env, facts)
-            if applied is None:
-                continue
-            new_config, new_env = applied
-            result = self.quick_status(backend, new_config, new_env)
-            if result in ("supported", "depends"):
-                working.append((FixPlan(fixes=_resolved(combo, facts), result=result), actions))
+        seen: set[tuple[Any, ...]] = set()
+        stuck: list[tuple[tuple[Fix, ...], int, AttentionConfig, Environment]] = []
+        for round_ in range(2):
+            for combo, actions in candidates:
+                plan = plan_of(combo, config, env, facts)
+                if plan is None:
+                    continue
+                key = _plan_key(plan)
+                if key in seen:
+                    continue
+                seen.add(key)
+                applied = apply_fixes(plan, config, env, facts)
+                if applied is None:
+                    continue
+                new_config, new_env = applied
+                result = self.quick_status(backend, new_config, new_env)
+                if result in ("supported", "depends"):
+                    working.append((FixPlan(fixes=plan, result=result), min(actions, len(plan))))
+                elif round_ == 0 and len(stuck) < 8:
+                    stuck.append((plan, actions, new_config, new_env))
+            if working or round_:
+                break
+            # No single step runs it: a step that leaves only new refusals gets their fixes added, once
+            # (upgrading flash-attn past a check can leave a case that only dropout = 0 fixes).
+            candidates = []
+            for plan, actions, new_config, new_env in stuck:
+                new_facts = self.fact_cache.facts(new_config, new_env)
+                for finding in self.findings(backend, new_config, new_env, new_facts):
+                    if finding.blocking and finding.applies is True:
+                        candidates.extend(((*plan, fix), actions + 1) for fix in finding.fixes)
         if working:
             smallest = min(actions for _, actions in working)
             working = [(p, a) for p, a in working if a == smallest]
         working.sort(key=lambda pa: (pa[0].result != "supported", sum(FIX_RANK[f.kind] for f in pa[0].fixes),
                                      len(pa[0].fixes)))
-        return [p for p, _ in working]
+        found = [p for p, _ in working]
+        return [p for p in found if not any(_dominates(q, p) for q in found if q is not p)]
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
@@ -560,19 +578,18 @@ def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any])
     for package in backend.requires:
         if facts.get(package) == ABSENT:
             label = PACKAGE_LABELS.get(package, package)
-            pip = PIP_NAMES.get(package)
-            hint = f"pip install {pip}" if pip else f"install {label}"
             yield Finding("AD-NOT-INSTALLED", "unsupported", "dispatch", f"{label} is not installed",
-                          f"{label} is not installed on this machine ({hint})", f"ModuleNotFoundError ({label})",
-                          (), BUILTIN_REFERENCE, True)
+                          f"{label} is not installed {place(env.source)} ({install_hint(package)})",
+                          f"ModuleNotFoundError ({label})", (), BUILTIN_REFERENCE, True)
         elif package in env.import_errors:
             label = PACKAGE_LABELS.get(package, package)
             yield Finding("AD-IMPORT-FAILS", "unsupported", "runtime", f"{label} is installed but does not import",
                           f"{label} fails to import: {env.import_errors[package]}", env.import_errors[package],
                           (), BUILTIN_REFERENCE, True)
     if env.no_gpu and not backend.cpu:
-        yield Finding("AD-NO-GPU", "unsupported", "dispatch", "no CUDA GPU on this machine",
-                      "this machine has no NVIDIA GPU (NVML found none)", "RuntimeError: No CUDA GPUs are available",
+        where = place(env.source)
+        yield Finding("AD-NO-GPU", "unsupported", "dispatch", f"no CUDA GPU {where}",
+                      f"no NVIDIA GPU {where} (NVML found none)", "RuntimeError: No CUDA GPUs are available",
                       (), BUILTIN_REFERENCE, True)
 
 
@@ -580,11 +597,86 @@ def _resolved(fixes: Sequence[Fix], facts: dict[str, Any]) -> tuple[Fix, ...]:
     """The fixes with each config change's expression replaced by the value it gives for these facts."""
     out = []
     for fix in fixes:
-        if fix.kind == "change" and fix.value_node is not None:
+        if fix.kind in ("change", "pad") and fix.value_node is not None:
             value = expr.compile_node(fix.value_node)(facts)
             fix = Fix(fix.kind, fix.target, value, fix.note)
         out.append(fix)
     return tuple(out)
+
+
+def _current(config: AttentionConfig, field: str) -> Any:
+    if field in ("window_left", "window_right"):
+        return config.window[0 if field == "window_left" else 1]
+    return getattr(config, field, None)
+
+
+def plan_of(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
+            facts: dict[str, Any] | None = None) -> tuple[Fix, ...] | None:
+    """Fixes as one plan a user can follow: resolved for this config, steps that change nothing left out, two bounds
+    on one package merged into the tighter; None when two steps want different values of one field, or a pad would
+    not grow its field (padding never cuts)."""
+    facts = build_facts(config, env) if facts is None else facts
+    steps: dict[tuple[str, str], Fix] = {}
+    for fix in _resolved(fixes, facts):
+        if fix.kind in ("change", "pad"):
+            if fix.to is expr.UNKNOWN:
+                return None
+            current = _current(config, fix.target)
+            if fix.kind == "pad" and (current is None or fix.to < current):
+                return None
+            if current is not None and fix.to == current:
+                continue
+            if fix.kind == "change" and fix.target in PADDABLE and current is not None and fix.to < current:
+                fix = fix._replace(note="a model change" + (f"; {fix.note}" if fix.note else ""))
+            key = ("field", fix.target)
+        elif fix.kind in ("upgrade", "downgrade"):
+            current = env.versions.get(fix.target)
+            if current == ABSENT:
+                return None
+            if current is not None:
+                now, to = _version(current, fix.target), _version(fix.to, fix.target)
+                if now >= to if fix.kind == "upgrade" else now <= to:
+                    continue
+            key = ("package", fix.target)
+        else:
+            if env.env_vars.get(fix.target) == fix.to:
+                continue
+            key = ("env", fix.target)
+        other = steps.get(key)
+        if other is None:
+            steps[key] = fix
+        elif other[:3] == fix[:3]:
+            continue
+        elif fix.kind == other.kind and fix.kind in ("upgrade", "downgrade"):
+            later = _version(fix.to, fix.target) > _version(other.to, fix.target)
+            if later == (fix.kind == "upgrade"):
+                steps[key] = fix
+        else:
+            return None
+    return tuple(steps.values()) or None
+
+
+def _plan_key(plan: Sequence[Fix]) -> tuple[Any, ...]:
+    """A plan's identity: its steps, whatever notes the rules gave them."""
+    return tuple(sorted((f.kind, f.target, str(f.to)) for f in plan))
+
+
+def _dominates(a: FixPlan, b: FixPlan) -> bool:
+    """True when plan a asks no more than plan b (the same steps, lower upgrade bounds) for as good a result."""
+    if a.result != "supported" and b.result == "supported":
+        return False
+    theirs = {(f.kind, f.target): f for f in b.fixes}
+    for f in a.fixes:
+        g = theirs.get((f.kind, f.target))
+        if g is None:
+            return False
+        if f.kind in ("upgrade", "downgrade"):
+            lower = _version(f.to, f.target) <= _version(g.to, g.target)
+            if lower != (f.kind == "upgrade") and f.to != g.to:
+                return False
+        elif f.to != g.to:
+            return False
+    return True
 
 
 def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
@@ -603,15 +695,14 @@ def apply_fixes(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
         elif fix.kind == "unset":
             env = env.with_env_var(fix.target, None)
         else:
-            assert fix.value_node is not None
-            value = expr.compile_node(fix.value_node)(facts)
+            value = expr.compile_node(fix.value_node)(facts) if fix.value_node is not None else fix.to
             if value is expr.UNKNOWN:
                 return None
             if fix.target in ("window_left", "window_right"):
                 window = list(changes.get("window", config.window))
                 window[0 if fix.target == "window_left" else 1] = value
                 changes["window"] = window
-            elif fix.target == "layout" or fix.target not in ("qkv_format",):
+            elif fix.target != "qkv_format":
                 changes[fix.target] = value
     if changes:
         if all(getattr(config, k, None) == v for k, v in changes.items() if k != "window") and \

@@ -7,8 +7,9 @@ other fact held at a recent value, so the matrix is exactly what `explain` would
 from typing import Any, NamedTuple, Sequence
 
 from ..config import make_config
-from ..environment import environment_from_flags, parse_version
+from ..environment import environment_from_flags
 from .evaluate import Evaluator
+from .releases import RECENT, RELEASES, flash_attn_for, ranges_text
 from .rules import RuleBase
 
 BASELINE: dict[str, Any] = {"batch": 2, "heads": 16, "kv_heads": 16, "hdim": 128, "seqlen": 4096, "dtype": "bf16",
@@ -43,29 +44,6 @@ FEATURES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("paged KV", {"paged_kv": True, "train": False, "mask": "padding"}),
     ("context parallel (cp=2)", {"cp": 2, "mask": "causal"}),
 )
-
-RECENT: dict[str, str] = {"torch": "2.11.0", "cuda": "13.0", "cudnn": "9.19.0", "flash_attn": "2.8.3",
-                          "flash_attn_3": "3.0.0", "flash_attn_4": "4.0.0", "cudnn_frontend": "1.32.0",
-                          "te": "2.18", "driver": "580.65"}
-"""Versions held fixed while the backend's own package is swept."""
-
-RELEASES: dict[str, tuple[str, ...]] = {
-    "torch": ("2.2.0", "2.3.0", "2.4.0", "2.5.0", "2.5.1", "2.6.0", "2.7.0", "2.8.0", "2.9.0", "2.10.0", "2.11.0"),
-    "te": ("1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12", "1.13", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5",
-           "2.6", "2.7", "2.8", "2.9", "2.10", "2.12", "2.14", "2.16", "2.17", "2.18"),
-    "flash_attn": ("2.0.0", "2.1.0", "2.2.0", "2.3.0", "2.4.0", "2.4.1", "2.5.0", "2.5.8", "2.6.0", "2.6.3",
-                   "2.7.0", "2.7.4", "2.8.0", "2.8.3"),
-    "flash_attn_3": ("3.0.0",),
-    "flash_attn_4": ("4.0.0",),
-    "cudnn": ("8.9.0", "8.9.3", "8.9.6", "8.9.7", "9.0.0", "9.1.0", "9.2.0", "9.3.0", "9.5.0", "9.6.0", "9.7.0",
-              "9.8.0", "9.9.0", "9.10.2", "9.11.0", "9.12.0", "9.13.0", "9.14.0", "9.15.1", "9.16.0", "9.17.0",
-              "9.18.1", "9.19.0"),
-}
-TE_FLASH_ATTN: tuple[tuple[str, str], ...] = (
-    ("1.7", "2.4.2"), ("1.11", "2.5.8"), ("2.0", "2.6.3"), ("2.2", "2.7.3"), ("2.6", "2.7.4"), ("2.10", "2.8.1"),
-    ("999", "2.8.3"),
-)
-"""(TE releases below this, the newest flash-attn they accept): a TE column pairs each release with it."""
 
 AXIS: dict[str, str] = {"pytorch": "torch", "transformer-engine": "te", "cudnn-frontend": "cudnn"}
 """The version swept for each framework; flash-attn backends sweep their own package."""
@@ -106,41 +84,10 @@ def _axis(base: RuleBase, backend_id: str) -> str:
     return AXIS.get(backend.framework, backend.requires[0] if backend.requires else "torch")
 
 
-def _ranges(supported: Sequence[str], releases: Sequence[str]) -> str:
-    """Contiguous runs of the sweep as text: all, none, >=2.5, 2.5-2.8, >=2.10."""
-    if not supported:
-        return "✗"
-    if len(supported) == len(releases):
-        return "✓"
-    runs: list[list[str]] = []
-    for version in releases:
-        if version in supported:
-            if runs and runs[-1][-1] == releases[releases.index(version) - 1]:
-                runs[-1].append(version)
-            else:
-                runs.append([version])
-    parts = []
-    for run in runs:
-        if run[-1] == releases[-1]:
-            parts.append(f"≥{_short(run[0])}")
-        elif len(run) == 1:
-            parts.append(_short(run[0]))
-        else:
-            parts.append(f"{_short(run[0])}–{_short(run[-1])}")
-    return ", ".join(parts)
 
 
-def _short(version: str) -> str:
-    v = parse_version(version)
-    release = list(v.release)
-    while len(release) > 2 and release[-1] == 0:
-        release.pop()
-    return ".".join(map(str, release))
 
 
-def _flash_attn_for(te: str) -> str:
-    v = parse_version(te)
-    return next(fa for bound, fa in TE_FLASH_ATTN if v < parse_version(bound))
 
 
 def build_matrix(base: RuleBase, gpu: str, *, backends: Sequence[str] | None = None) -> Matrix:
@@ -163,13 +110,13 @@ def build_matrix(base: RuleBase, gpu: str, *, backends: Sequence[str] | None = N
             for version in releases:
                 env = env0.with_version(axis, version)
                 if axis == "te":
-                    env = env.with_version("flash_attn", _flash_attn_for(version))
+                    env = env.with_version("flash_attn", flash_attn_for(version))
                 status = evaluator.verdict(backend, config, env, search_fix=False).status
                 if status == "supported":
                     supported.append(version)
                 elif status == "depends":
                     depends.append(version)
-            text = _ranges(supported, releases)
+            text = ranges_text(supported, releases)
             if depends and not supported:
                 text = "?"
             cells.append(Cell(tuple(supported), tuple(depends), text))

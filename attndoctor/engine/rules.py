@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from .._toml import load_toml_file
 from ..config import FIELDS
-from ..environment import PACKAGE_LABELS, PACKAGES, PIP_NAMES, parse_version
+from ..environment import PACKAGE_LABELS, PACKAGES, install_hint, parse_version
 from ..errors import RuleError, UsageError
 from ..words import a
 from . import expr
@@ -23,11 +23,13 @@ SURFACES = ("dispatch", "runtime", "silent")
 DEFAULT_SURFACE = {"unsupported": "dispatch", "api-mismatch": "runtime", "wrong-results": "silent",
                    "slow": "dispatch", "info": "dispatch"}
 EVIDENCE = ("source", "observed", "inferred")
-FIX_KINDS = ("upgrade", "downgrade", "change", "set", "unset")
-FIX_RANK = {"set": 0, "unset": 0, "upgrade": 1, "change": 2, "downgrade": 3}
+FIX_KINDS = ("upgrade", "downgrade", "change", "pad", "set", "unset")
+FIX_RANK = {"set": 0, "unset": 0, "upgrade": 1, "change": 2, "pad": 2, "downgrade": 3}
 """Smaller is cheaper: an environment switch, then an upgrade (the remedy upstream intends), then a config
 workaround (padding, a layout change), then a downgrade."""
 CHANGEABLE = tuple(v for v in expr.CONFIG_VARIABLES if v not in ("qkv_format",))
+PADDABLE = ("hdim", "hdim_v", "seqlen_q", "seqlen_kv")
+"""Sizes a tensor can be zero-padded along: the fields a `pad` fix may grow."""
 ID_PATTERN = r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 """Patterns as text: `re` compiles them on first use, which only a rule file that is not in the cache needs."""
@@ -36,7 +38,11 @@ RULE_KEYS = {"id", "title", "backends", "effect", "surfaces", "when", "condition
 
 
 class Fix(NamedTuple):
-    """A structured fix: upgrade/downgrade a package, change a config field, set/unset an environment variable."""
+    """A structured fix: upgrade/downgrade a package, change or pad a config field, set/unset an environment variable.
+
+    `pad` is a change that may only grow a size (zero-padding a head dim or a sequence): the fix search drops a pad
+    that would keep or lower the value, so "pad" never names a cut.
+    """
 
     kind: str
     target: str
@@ -59,12 +65,13 @@ class Fix(NamedTuple):
         if self.kind in ("upgrade", "downgrade"):
             label = PACKAGE_LABELS.get(self.target, self.target)
             bound = f"{self.to} or later" if self.kind == "upgrade" else f"{self.to}"
-            pip = PIP_NAMES.get(self.target)
             spec = f">={self.to}" if self.kind == "upgrade" else f"=={self.to}"
-            hint = f" (pip install '{pip}{spec}')" if pip and self.target != "cudnn" else ""
+            hint = f" ({install_hint(self.target, spec)})" if self.target not in ("cudnn", "cuda", "driver") else ""
             text = f"{self.kind} {label} to {bound}{hint}"
         elif self.kind == "change":
             text = f"set {self.target} = {self.to}"
+        elif self.kind == "pad":
+            text = f"pad {self.target} to {self.to}"
         elif self.kind == "set":
             text = f"export {self.target}={self.to}"
         else:
@@ -446,23 +453,25 @@ def _fix(raw: Any, err: Any) -> Fix:
         except UsageError as exc:
             raise err(f"fixes: {exc}") from None
         return Fix(kind, target, to, note)
-    if kind == "change":
+    if kind in ("change", "pad"):
         if target not in CHANGEABLE:
-            raise err(f"fixes: change takes a config field, one of {', '.join(sorted(CHANGEABLE))}")
+            raise err(f"fixes: {kind} takes a config field, one of {', '.join(sorted(CHANGEABLE))}")
+        if kind == "pad" and target not in PADDABLE:
+            raise err(f"fixes: pad takes a size field, one of {', '.join(PADDABLE)}")
         if to is None:
-            raise err(f"fixes: change {target} needs to = VALUE or an expression over config fields")
+            raise err(f"fixes: {kind} {target} needs to = VALUE or an expression over config fields")
         try:
             node, typ = expr.parse_value(to)
         except expr.ExprError as exc:
-            raise err(f"fixes: change {target}: {exc}") from None
+            raise err(f"fixes: {kind} {target}: {exc}") from None
         want = expr.VARIABLES[target][0]
         if not (typ == want or {typ, want} <= {expr.INT, expr.NUM}):
-            raise err(f"fixes: change {target} needs {a(want)}, got {a(typ)}")
+            raise err(f"fixes: {kind} {target} needs {a(want)}, got {a(typ)}")
         if isinstance(node, expr.Const) and expr.VARIABLES[target][1] and node.value not in expr.VARIABLES[target][1]:
             raise err(f"fixes: {target} is never {node.value!r}")
         free = expr.free_names(node) - expr.CONFIG_VARIABLES
         if free:
-            raise err(f"fixes: change {target} may only read config fields, not {sorted(free)[0]}")
+            raise err(f"fixes: {kind} {target} may only read config fields, not {sorted(free)[0]}")
         return Fix(kind, target, to, note, node)
     if not re.match(ENV_VAR_PATTERN, target):
         raise err(f"fixes: {kind} takes an environment variable name such as NVTE_FUSED_ATTN")

@@ -5,12 +5,11 @@ true but not an answer; sweeping the one package that decides the backend on a f
 packages at recent releases (or as given), says it the way a user asks: "te-fused: H100 with cuDNN ≥ 9.5".
 """
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ..config import DTYPES, AttentionConfig, with_changes
 from ..environment import Environment
-from .evaluate import Evaluator, Verdict
-from .matrix import RECENT, RELEASES, _flash_attn_for, _ranges
+from .releases import RECENT, RELEASES, flash_attn_for, ranges_text
 
 REFERENCE_GPUS: tuple[str, ...] = ("A100", "L40S", "H100", "B200")
 """Ampere, Ada, Hopper, Blackwell: one GPU per architecture that attention backends tell apart."""
@@ -21,6 +20,12 @@ SWEEP: dict[str, tuple[str, ...]] = {
     "flash-attn-4": ("flash_attn_4",),
 }
 """For each backend, the packages whose version decides it, most deciding first: the first one not given is swept."""
+
+
+class Judge(Protocol):
+    """What a sweep needs of an evaluator: a backend's status for one config on one machine."""
+
+    def quick_status(self, backend: Any, config: AttentionConfig, env: Environment) -> str: ...
 
 
 class Where(NamedTuple):
@@ -37,7 +42,7 @@ class Where(NamedTuple):
                 "text": self.text}
 
 
-def where_it_runs(evaluator: Evaluator, verdict: Verdict, config: AttentionConfig,
+def where_it_runs(evaluator: Judge, verdict: Any, config: AttentionConfig,
                   env: Environment) -> tuple[Where, ...]:
     """For a `depends` verdict: per reference GPU (or the given one), the releases that do not refuse the config."""
     if verdict.status != "depends":
@@ -63,10 +68,10 @@ def where_it_runs(evaluator: Evaluator, verdict: Verdict, config: AttentionConfi
         for version in releases:
             trial = base.with_version(axis, version) if axis else base
             if axis == "te" and "flash_attn" in held:
-                trial = trial.with_version("flash_attn", _flash_attn_for(version))
+                trial = trial.with_version("flash_attn", flash_attn_for(version))
             if any(evaluator.quick_status(backend, c, trial) in ("supported", "depends") for c in variants):
                 possible.append(version)
-        text = _ranges(possible, releases) if axis else ("✓" if possible else "✗")
+        text = ranges_text(possible, releases) if axis else ("✓" if possible else "✗")
         out.append(Where(gpu=base.gpu or gpu, sm=base.sm or 0, swept=axis, versions=tuple(possible), text=text))
     return tuple(out)
 
