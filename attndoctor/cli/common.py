@@ -49,8 +49,9 @@ def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bo
     models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
     configs = configs_from_inputs(values, list(config.get("config_file") or []), default_bundled=default_bundled,
                                   models=models, project_configs=project.configs)
-    if project.path:  # configs from flags alone: the settings file still decided the gate and the machine
-        configs = [c if c.source else c._replace(source=(project.path, 0)) for c in configs]
+    if project.path and not (config.get("config_file") or models or project.configs):
+        # configs from flags alone (or the bundled shapes): the settings file still set the gate and the machine
+        configs = [c._replace(source=(project.path, 0)) for c in configs]
     gate["survey"] = default_bundled and not (values or config.get("config_file") or models or project.configs)
     if not gate.get("require") and project.require:
         gate["require"], gate["require_from"] = project.require, project.where("require")
