@@ -45,6 +45,8 @@ class CaseData:
     q_rows: torch.Tensor | None = None  # (B, Sq) bool: query rows compared
     kv_rows: torch.Tensor | None = None  # (B, Skv) bool: key rows compared
     reference: dict[str, torch.Tensor] = field(default_factory=dict)
+    regime: str = ""  # a stress regime (stress.REGIMES) the inputs were shaped for
+    empty_rows: torch.Tensor | None = None  # (B, Sq) bool: rows whose mask hides every key (masked-rows regime)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -58,8 +60,8 @@ class CaseData:
         return torch.tensor(out, dtype=torch.int32, device=self.device)
 
 
-def make_case(spec: CaseSpec, device: str | torch.device, seed: int) -> CaseData:
-    """Fresh random data for a spec (normal(0, 1) q, k, v and output gradient)."""
+def make_case(spec: CaseSpec, device: str | torch.device, seed: int, regime: str = "") -> CaseData:
+    """Fresh random data for a spec (normal(0, 1) q, k, v and output gradient), shaped for a stress regime."""
     device = torch.device(device)
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
@@ -80,6 +82,11 @@ def make_case(spec: CaseSpec, device: str | torch.device, seed: int) -> CaseData
         idx = torch.arange(sq, device=device)
         keep[:, 0, idx, idx % sk] = True  # every row keeps at least one key
         case.arbitrary = keep
+    if regime:
+        from . import stress
+
+        stress.reshape(case, regime, gen)
+        case.regime = regime
     if spec.bias == "post-scale":
         case.bias = torch.randn(1, h, sq, sk, generator=gen, device=device).to(
             dtype if dtype in (torch.bfloat16, torch.float16, torch.float32) else torch.float32)
@@ -95,6 +102,10 @@ def make_case(spec: CaseSpec, device: str | torch.device, seed: int) -> CaseData
             stop = min(sq, start + 4096)
             rows_q[i, start:stop] &= allowed_block(case, i, start, stop).any(-1)
     case.q_rows, case.kv_rows = rows_q, rows_kv
+    if regime == "masked-rows":
+        from . import stress
+
+        case.empty_rows = stress.empty_rows(case)
     with torch.no_grad():
         case.dout.masked_fill_(~rows_q[:, :, None, None], 0)
     return case

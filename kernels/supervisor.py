@@ -242,10 +242,13 @@ class Supervisor:
         return reply["inventory"]
 
     def probe(self, backend: str, config: Mapping[str, Any], *, seed: int = 0, repeats: int = 0,
-              timeout: float | None = None) -> dict[str, Any]:
-        """Run one probe; never raises for what the probe does (crash, hang, CUDA error become `crashed`)."""
-        return self._request(backend, {"op": "probe", "backend": backend, "config": dict(config), "seed": seed,
-                                       "repeats": repeats}, timeout)
+              timeout: float | None = None, regime: str = "") -> dict[str, Any]:
+        """Run one probe (on inputs shaped for a stress regime when one is named); never raises for what the probe
+        does (crash, hang, CUDA error become `crashed`)."""
+        message = {"op": "probe", "backend": backend, "config": dict(config), "seed": seed, "repeats": repeats}
+        if regime:
+            message["regime"] = regime
+        return self._request(backend, message, timeout)
 
     def bench(self, backend: str, config: Mapping[str, Any], *, seed: int = 0,
               options: Mapping[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ whether attndoctor is installed or only on PYTHONPATH. Library output never reac
 channel is a private copy of stdout, and file descriptor 1 is pointed at stderr before any library loads.
 
 Requests: {"id": n, "op": "inventory", "backends": [...]}, {"id": n, "op": "prepare"},
-{"id": n, "op": "probe", "backend": b, "config": {...}, "seed": s, "repeats": r},
+{"id": n, "op": "probe", "backend": b, "config": {...}, "seed": s, "repeats": r, "regime": name (optional)},
 {"id": n, "op": "bench", "backend": b, "config": {...}, "seed": s, "options": {runs, max_runs, budget_ms, graphs,
 sets}}, {"op": "exit"}.
 After a CUDA error the worker replies, then exits: the context is poisoned, the parent starts a fresh one.
@@ -56,16 +56,16 @@ class WorkerContext:
             self._device = torch.device(self.device_name)
         return self._device
 
-    def case(self, spec: Any, seed: int) -> Any:
+    def case(self, spec: Any, seed: int, regime: str = "") -> Any:
         from . import data
 
-        key = (spec.data_key(), seed)
+        key = (spec.data_key(), seed, regime)
         if self._case_key != key:
             self._case = None
             self._case_key = None
             self.free()
             data_seed = zlib.crc32(repr(key).encode()) & 0x7FFFFFFF
-            self._case = data.make_case(spec, self.device, data_seed)
+            self._case = data.make_case(spec, self.device, data_seed, regime)
             self._case_key = key
         return self._case
 

@@ -189,14 +189,21 @@ class KernelRunner(Runner):
             return Probe(self.backend, outcomes.SKIPPED, phase="setup", error=str(exc), version=version)
         import torch
 
-        from .. import data
+        from .. import data, stress
+
+        regime = str(request.get("regime") or "")
+        if regime:
+            why = stress.applicable(regime, spec, self.backend)
+            if why:
+                return Probe(self.backend, outcomes.SKIPPED, phase="setup", error=f"regime {regime}: {why}",
+                             version=version)
 
         result = Probe(self.backend, outcomes.OK, version=version, tolerance=outcomes.TOLERANCES.get(spec.dtype))
         phase = "inputs"
         recorded: list[warnings.WarningMessage] = []
         try:
             t_setup = time.perf_counter()
-            case = context.case(spec, int(request.get("seed", 0)))
+            case = context.case(spec, int(request.get("seed", 0)), regime)
             if spec.compares:
                 phase = "reference"
                 reference = data.compute_reference(case, train=spec.train)
@@ -209,6 +216,8 @@ class KernelRunner(Runner):
                 with self.context_manager(spec):
                     phase = "setup"
                     call = self.prepare(case, layout)
+                    if regime == "grad-out-strides" and call.dout is not None:
+                        call.dout = stress.odd_strides(call.dout)
                     result.details.update(call.details)
                     outputs = data.nbytes_of(case.q) * spec.hdim_v // max(1, spec.hdim)
                     data.poison_allocator(case.device, outputs + (data.nbytes_of(case.q, case.k, case.v)
@@ -225,6 +234,8 @@ class KernelRunner(Runner):
             phase = "compare"
             got = data.canonical(case, out.detach(), call.out_format, "q")
             rows_q, rows_kv = case.q_rows, case.kv_rows
+            if case.empty_rows is not None:
+                result.details["masked_rows"] = stress.convention(got, case, case.empty_rows)
             if spec.compares:
                 result.errors["out"] = data.relative_error(got, reference["out"], rows_q)
             elif not data.finite(got, rows_q):
