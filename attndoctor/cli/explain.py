@@ -12,13 +12,13 @@ from .options import with_groups
 @handle_errors
 def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Explain which backends run a config on a machine you describe (GPU, versions); no GPU or torch needed."""
-    from ..services import diagnose_many, parse_env_assignments, whatif_environment
+    from ..services import diagnose_stream, parse_env_assignments, whatif_environment
 
-    configs, project = plan(config, gate, default_bundled=False)
+    configs, project = plan(config, gate, default_bundled=False, stream=True)
     env_vars = parse_env_assignments(env.pop("set_env") or [])
     facts = {**project.environment, **{k: v for k, v in env.items() if v is not None}}
     env_file = facts.pop("env_file", None) or project.env_file
     environment = whatif_environment(facts, env_file, env_vars)
-    report = diagnose_many(configs, environment, command="explain", backends=output.get("backend"),
+    report = diagnose_stream(configs, environment, command="explain", backends=output.get("backend"),
                            rules_dir=output.get("rules_dir"), ignore=project.ignore)
     emit(report, output=output, gate=gate)
