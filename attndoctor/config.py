@@ -3,7 +3,7 @@
 import functools
 import math
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from .errors import UsageError
 
@@ -357,50 +357,118 @@ def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:
 
 
 def load_config_file(path: str | Path) -> list[AttentionConfig]:
-    """Configs from .json (object or list), .jsonl, or .toml with [[config]] tables."""
-    from ._json import loads_json
+    """Configs from .json (object or list), .jsonl, or .toml with [[config]] tables, all read and checked now."""
+    return list(iter_config_file(path))
 
+
+CONFIG_FILE_TYPES = "expected a .json, .jsonl or .toml config file"
+
+
+def iter_config_file(path: str | Path) -> Iterator[AttentionConfig]:
+    """Configs one at a time, each with its file and line in `source`; a .jsonl file is read a line at a time, so
+    memory does not grow with its length. Errors name the file and line."""
     p = Path(path)
     name = str(path)
     if not p.exists():
         raise UsageError(f"{name}: no such config file")
     if p.is_dir():
-        raise UsageError(f"{name}: is a folder; expected a .json, .jsonl or .toml config file")
+        raise UsageError(f"{name}: is a folder; {CONFIG_FILE_TYPES}")
+    suffix = p.suffix.lower()
+    if suffix not in (".json", ".jsonl", ".toml"):
+        raise UsageError(f"{name}: unknown config file type {suffix or '(none)'}; accepted: .json, .jsonl, .toml")
+    if suffix == ".jsonl":
+        yield from _jsonl_configs(p, name)
+        return
     try:
         text = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"{name}: not a text file; expected a .json, .jsonl or .toml config file") from None
+        raise UsageError(f"{name}: not a text file; {CONFIG_FILE_TYPES}") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
     if "\x00" in text:
-        raise UsageError(f"{name}: not a text file; expected a .json, .jsonl or .toml config file")
+        raise UsageError(f"{name}: not a text file; {CONFIG_FILE_TYPES}")
     if not text.strip():
         raise UsageError(f"{name}: empty config file; expected at least one config")
-    suffix = p.suffix.lower()
-    entries: list[Any]
-    if suffix == ".toml":
-        from ._toml import loads_toml
-
-        try:
-            doc = loads_toml(text)
-        except ValueError as exc:
-            raise UsageError(f"{name}: not valid TOML ({exc})") from None
-        entries = doc.get("config", [])
-        if isinstance(entries, dict):
-            entries = [entries]
-        if not entries:
-            raise UsageError(f"{name}: no [[config]] tables found")
-    elif suffix == ".jsonl":
-        entries = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            entries.append(loads_json(line, f"{name}:{number}"))
-    elif suffix == ".json":
-        doc = loads_json(text, name)
-        entries = doc if isinstance(doc, list) else [doc]
-    else:
-        raise UsageError(f"{name}: unknown config file type {suffix or '(none)'}; accepted: .json, .jsonl, .toml")
+    entries = _toml_entries(text, name) if suffix == ".toml" else _json_entries(text, name)
     if not entries:
         raise UsageError(f"{name}: no configs found")
-    return [make_config(entry, where=f"{name} config {i + 1}", typed=True) for i, entry in enumerate(entries)]
+    for i, (line, entry) in enumerate(entries, 1):
+        where = f"{name}:{line}: config {i}" if line else f"{name} config {i}"
+        yield make_config(entry, where=where, typed=True)._replace(source=(name, line))
+
+
+def _jsonl_configs(p: Path, name: str) -> Iterator[AttentionConfig]:
+    from ._json import loads_json
+
+    try:
+        handle = p.open("rb")
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
+    found = False
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UsageError(f"{name}:{number}: not a text file; {CONFIG_FILE_TYPES}") from None
+            if "\x00" in line:
+                raise UsageError(f"{name}:{number}: not a text file; {CONFIG_FILE_TYPES}")
+            if not line.strip():
+                continue
+            entry = loads_json(line, f"{name}:{number}", "expected one config object")
+            found = True
+            yield make_config(entry, where=f"{name}:{number}", typed=True)._replace(source=(name, number))
+    if not found:
+        raise UsageError(f"{name}: empty config file; expected at least one config")
+
+
+def _json_entries(text: str, name: str) -> list[tuple[int, Any]]:
+    """The configs of a .json file with the line each starts on (0 where that is not cheap to tell)."""
+    from ._json import loads_json
+
+    doc = loads_json(text, name, "expected a config object or a list of them")
+    start = len(text) - len(text.lstrip())
+    if not isinstance(doc, list):
+        return [(text.count("\n", 0, start) + 1, doc)]
+    return list(zip(_json_item_lines(text, start, len(doc)), doc))
+
+
+def _json_item_lines(text: str, start: int, count: int) -> list[int]:
+    """The line of each item of the top-level JSON list at `start`, found by the C scanner item by item."""
+    import json
+    from json.decoder import WHITESPACE
+
+    decoder = json.JSONDecoder()
+    lines, line, pos = [], 1 + text.count("\n", 0, start), start
+    at = WHITESPACE.match(text, start + 1).end()
+    try:
+        while len(lines) < count:
+            line += text.count("\n", pos, at)
+            pos = at
+            lines.append(line)
+            _, end = decoder.raw_decode(text, at)
+            at = WHITESPACE.match(text, end).end()
+            at = WHITESPACE.match(text, at + 1).end() if text.startswith(",", at) else at
+    except (ValueError, RecursionError):
+        return [0] * count
+    return lines
+
+
+def _toml_entries(text: str, name: str) -> list[tuple[int, Any]]:
+    """The [[config]] tables of a .toml file with the line of each table's header (0 when not written as one)."""
+    import re
+
+    from ._toml import loads_toml
+
+    try:
+        doc = loads_toml(text)
+    except ValueError as exc:
+        raise UsageError(f"{name}: not valid TOML ({exc})") from None
+    entries = doc.get("config", [])
+    if isinstance(entries, dict):
+        entries = [entries]
+    if not entries:
+        raise UsageError(f"{name}: no [[config]] tables found")
+    headers = [text.count("\n", 0, m.start()) + 1
+               for m in re.finditer(r"^[ \t]*\[\[[ \t]*config[ \t]*\]\]", text, re.MULTILINE)]
+    return list(zip(headers if len(headers) == len(entries) else [0] * len(entries), entries))

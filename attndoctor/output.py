@@ -1,7 +1,7 @@
 """Where reports go: a file or standard output, in what the terminal can show; an unusable target is bad input.
 
 Every command writes through `output_stream`, so a missing folder, a folder, a read-only path or a full disk ends as
-exit 2 with one line, a closed pipe (`| head`) ends quietly, and a terminal whose encoding is not UTF-8 gets the same
+exit 2 with one line, a closed pipe (`| head`) is left to end the run quietly, and a terminal whose encoding is not UTF-8 gets the same
 report with ASCII stand-ins for its symbols.
 """
 
@@ -99,6 +99,7 @@ def output_stream(target: str | None = None, *, what: str = "--output", append: 
         if target:
             raise _cannot(name, target, BrokenPipeError()) from None
         silence_stdout()
+        raise
     except OSError as exc:
         if not target:
             silence_stdout()

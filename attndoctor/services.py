@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence, Sized
 
-from .config import AttentionConfig, load_config_file, make_config, replace
+from .config import AttentionConfig, iter_config_file, load_config_file, make_config, replace
 from .environment import Environment, environment_from_flags, load_env_file
 from .errors import UsageError
 
@@ -23,11 +23,41 @@ def bundled_configs() -> list[AttentionConfig]:
     return out
 
 
+class ConfigStream:
+    """Configs from config files, read again on each pass rather than held, so a file of any length costs the memory
+    of one config; read through once when made, so that a bad line ends the command before any output."""
+
+    def __init__(self, files: Sequence[str], given: Mapping[str, Any]) -> None:
+        self.files = list(files)
+        self.given = dict(given)
+        self.count = sum(1 for _ in self)
+
+    def __iter__(self) -> Iterator[AttentionConfig]:
+        for path in self.files:
+            for config in iter_config_file(path):
+                yield _with_flags(config, self.given)
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _with_flags(config: AttentionConfig, given: Mapping[str, Any]) -> AttentionConfig:
+    """A config with the flags' fields over its own; where it was read from stays."""
+    if not given:
+        return config
+    return make_config({**config.to_dict(), **given})._replace(source=config.source)
+
+
 def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = (),
                         default_bundled: bool = False, models: Sequence[str] = (),
-                        project_configs: Sequence[AttentionConfig] = ()) -> list[AttentionConfig]:
-    """Configs from config files and model configs with flags on top; else the project's; else bundled shapes."""
+                        project_configs: Sequence[AttentionConfig] = (),
+                        stream: bool = False) -> Sequence[AttentionConfig]:
+    """Configs from config files and model configs with flags on top; else the project's; else bundled shapes.
+
+    With `stream`, configs from files alone come as a ConfigStream (read lazily, any number of them)."""
     given = {k: v for k, v in flags.items() if v is not None}
+    if stream and config_files and not models:
+        return ConfigStream(config_files, given)
     configs: list[AttentionConfig] = []
     for path in config_files:
         configs.extend(load_config_file(path))
@@ -38,8 +68,7 @@ def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = 
         for path in models:
             configs.extend(configs_from_model(path, seqlen=int(seqlen) if str(seqlen or "").isdigit() else None))
     if configs:
-        return [make_config({**c.to_dict(), **given})._replace(source=c.source) for c in configs] if given \
-            else configs
+        return [_with_flags(c, given) for c in configs] if given else configs
     if project_configs:
         return [make_config({**c.to_dict(), **given})._replace(source=c.source) for c in project_configs] \
             if given else list(project_configs)
@@ -69,11 +98,43 @@ def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+class ReportStream(NamedTuple):
+    """A report whose results come one at a time, for more configs than fit in memory at once (see report/stream.py);
+    `collect()` gives the Report that every renderer takes."""
+
+    command: str
+    environment: Environment
+    results: Iterator[Any]
+    rule_count: int
+    rule_files: tuple[str, ...]
+    ignored: Mapping[str, str]
+    backend_ids: tuple[str, ...]
+    count: int
+
+    def collect(self) -> Any:
+        from .engine.evaluate import Report
+
+        return Report(command=self.command, environment=self.environment, results=list(self.results),
+                      rule_count=self.rule_count, rule_files=self.rule_files, ignored=self.ignored)
+
+
+DISTINCT_KEPT = 16384
+"""Results of this many distinct configs are kept to answer repeats; a repeat older than that is evaluated again."""
+
+
 def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, command: str = "explain",
                   backends: Sequence[str] | None = None, rules_dir: str | None = None,
                   ignore: Iterable[str] = (), ignore_from: str = "ignore") -> Any:
     """Evaluate every config on one environment and return a Report."""
-    from .engine.evaluate import Evaluator, Report
+    return diagnose_stream(configs, env, command=command, backends=backends, rules_dir=rules_dir,
+                           ignore=ignore, ignore_from=ignore_from).collect()
+
+
+def diagnose_stream(configs: Iterable[AttentionConfig], env: Environment, *, command: str = "explain",
+                    backends: Sequence[str] | None = None, rules_dir: str | None = None,
+                    ignore: Iterable[str] = (), ignore_from: str = "ignore") -> ReportStream:
+    """Evaluate configs one at a time as the results are read; a config seen before is not evaluated again."""
+    from .engine.evaluate import Evaluator
     from .engine.rules import load_rulebase
 
     base = load_rulebase(rules_dir)
@@ -82,7 +143,28 @@ def diagnose_many(configs: Sequence[AttentionConfig], env: Environment, *, comma
     for rule_id in ignored:
         if base.rule(rule_id) is None:
             raise UsageError(f"{ignore_from}: no rule {rule_id!r}; see `attndoctor rules list`")
-    evaluator = Evaluator(base, ignore=ignored, batch=len(configs) > 8)
-    results = [evaluator.evaluate(c, env, backends) for c in configs]
-    return Report(command=command, environment=env, results=results, rule_count=len(base.rules),
-                  rule_files=base.files, ignored=ignored)
+    count = len(configs) if isinstance(configs, Sized) else -1
+    evaluator = Evaluator(base, ignore=ignored, batch=count < 0 or count > 8)
+    return ReportStream(command=command, environment=env, results=_results(evaluator, configs, env, backends),
+                        rule_count=len(base.rules), rule_files=base.files, ignored=ignored,
+                        backend_ids=base.backend_ids, count=count)
+
+
+def _results(evaluator: Any, configs: Iterable[AttentionConfig], env: Environment,
+             backends: Sequence[str] | None) -> Iterator[Any]:
+    """Each config's result; repeats (the same fields, whatever their name: the engine never reads it) share one."""
+    seen: dict[tuple[Any, ...], Any] = {}
+    for config in configs:
+        key = config[:NAME_AT]
+        result = seen.get(key)
+        if result is None:
+            result = evaluator.evaluate(config, env, backends)
+            if len(seen) >= DISTINCT_KEPT:
+                del seen[next(iter(seen))]
+            seen[key] = result
+        elif result.config is not config:
+            result = result._replace(config=config)
+        yield result
+
+
+NAME_AT = AttentionConfig._fields.index("name")

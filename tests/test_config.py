@@ -94,3 +94,40 @@ def test_bad_config_files(tmp_path, name, content, fragment):
     with pytest.raises(UsageError) as info:
         load_config_file(path)
     assert fragment in str(info.value)
+
+
+def test_config_files_carry_their_lines(tmp_path):
+    """Each config read from a file knows the file and the 1-based line it starts on (report locations)."""
+    (tmp_path / "c.jsonl").write_text('{"hdim": 64}\n\n{"hdim": 96}\n')
+    (tmp_path / "b.json").write_text('[\n  {"hdim": 64},\n\n  {"hdim": 128,\n   "train": true}\n]\n')
+    (tmp_path / "a.json").write_text('\n\n{"hdim": 64}')
+    (tmp_path / "d.toml").write_text('title = "x"\n\n[[config]]\nhdim = 64\n[[config]]\nhdim = 256\n')
+    (tmp_path / "e.toml").write_text('config = [{hdim = 64}]\n')
+    assert [c.source for c in load_config_file(tmp_path / "c.jsonl")] == [(str(tmp_path / "c.jsonl"), 1),
+                                                                          (str(tmp_path / "c.jsonl"), 3)]
+    assert [c.source[1] for c in load_config_file(tmp_path / "b.json")] == [2, 4]
+    assert [c.source[1] for c in load_config_file(tmp_path / "a.json")] == [3]
+    assert [c.source[1] for c in load_config_file(tmp_path / "d.toml")] == [3, 5]
+    assert [c.source[1] for c in load_config_file(tmp_path / "e.toml")] == [0]
+
+
+def test_jsonl_is_read_lazily_and_errors_name_the_line(tmp_path):
+    """A .jsonl file yields config by config: a bad line is reported with file:line only when it is reached."""
+    from attndoctor.config import iter_config_file
+
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"hdim": 64}\n{"hdim": 96}\n{"hdim": "big"}\n{oops}\n')
+    configs = iter_config_file(path)
+    assert next(configs).hdim == 64
+    assert next(configs).hdim == 96
+    with pytest.raises(UsageError, match=r"big\.jsonl:3: hdim: expected a whole number"):
+        next(configs)
+    path.write_text('{"hdim": 64}\n' * 3 + "{oops}\n")
+    with pytest.raises(UsageError, match=r"big\.jsonl:4: not valid JSON"):
+        load_config_file(path)
+    (tmp_path / "deep.jsonl").write_text("[" * 100_000 + "\n")
+    with pytest.raises(UsageError, match=r"deep\.jsonl:1: JSON nested too deeply"):
+        load_config_file(tmp_path / "deep.jsonl")
+    (tmp_path / "t.json").write_text('[{"hdim": 64},\n {"hdim": "big"}]')
+    with pytest.raises(UsageError, match=r"t\.json:2: config 2: hdim"):
+        load_config_file(tmp_path / "t.json")

@@ -158,9 +158,6 @@ def test_settings_file_configs_end_to_end(cli, workdir):
     assert out.startswith("::error file=attndoctor.toml,")
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="--config-file sources (file and line) come with the config streaming change (issue #12 "
-                          "item 5); strict: remove this mark when it passes")
 def test_sarif_from_a_config_file_points_at_each_configs_line(cli, workdir):
     (workdir / "configs.jsonl").write_text(
         '{"name": "mla", "hdim": 192, "hdim_v": 128, "heads": 16, "seqlen": 4096, "dtype": "bf16", "train": true}\n'

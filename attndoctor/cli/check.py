@@ -20,9 +20,9 @@ def check(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
           config: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Check this machine: which backends run your config (or well-known model shapes), and which each framework picks."""
     from ..probe import probe
-    from ..services import diagnose_many
+    from ..services import diagnose_stream
 
-    configs, project = plan(config, gate, default_bundled=True)
+    configs, project = plan(config, gate, default_bundled=True, stream=True)
     if sys.stderr.isatty():
         from rich.console import Console
 
@@ -30,7 +30,7 @@ def check(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
             environment = probe(timeout=timeout, use_cache=not no_cache)
     else:
         environment = probe(timeout=timeout, use_cache=not no_cache)
-    report = diagnose_many(configs, environment, command="check", backends=output.get("backend"),
-                           rules_dir=output.get("rules_dir"), ignore=project.ignore,
-                           ignore_from=project.where("ignore"))
+    report = diagnose_stream(configs, environment, command="check", backends=output.get("backend"),
+                             rules_dir=output.get("rules_dir"), ignore=project.ignore,
+                             ignore_from=project.where("ignore"))
     emit(report, output=output, gate=gate)

@@ -12,7 +12,7 @@ import typer
 from ..errors import RuleError, UsageError
 from ..output import for_encoding, output_stream
 
-REPORT_FORMATS = ("text", "json", "junit", "sarif", "github")
+REPORT_FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
 
 def fail(message: str) -> "typer.Exit":
@@ -34,7 +34,8 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bool) -> tuple[list[Any], Any]:
+def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bool,
+         stream: bool = False) -> tuple[Sequence[Any], Any]:
     """The configs to evaluate and the project settings, with flags over the project file over defaults."""
     from ..project import load_project
     from ..services import configs_from_inputs
@@ -48,7 +49,7 @@ def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bo
         raise UsageError("--require-any: empty group; give comma-separated backend ids such as sdpa-flash,sdpa-cudnn")
     models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
     configs = configs_from_inputs(values, list(config.get("config_file") or []), default_bundled=default_bundled,
-                                  models=models, project_configs=project.configs)
+                                  models=models, project_configs=project.configs, stream=stream)
     if project.path and not (config.get("config_file") or models or project.configs):
         # configs from flags alone (or the bundled shapes): the settings file still set the gate and the machine
         configs = [c._replace(source=(project.path, 0)) for c in configs]
@@ -77,13 +78,22 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
     fail_on = gate.get("fail_on")
     if fail_on is not None and fail_on not in SEVERITY:
         raise UsageError(f"--fail-on: unknown effect {fail_on!r}; accepted: {', '.join(SEVERITY)}")
-    known = {v.backend.id for r in report.results for v in r.all_verdicts}
+    streamed = hasattr(report, "backend_ids")
+    known = set(report.backend_ids) if streamed else {v.backend.id for r in report.results for v in r.all_verdicts}
     require = list(gate.get("require") or [])
     groups = require_any_groups(gate.get("require_any"))
     for backend in require + [b for g in groups for b in g]:
         if backend not in known:
             raise UsageError(f"{gate.get('require_from', '--require')}: unknown backend {backend!r}; "
                              f"accepted: {', '.join(sorted(known))}")
+    if streamed:  # a ReportStream: json and jsonl are written as results come; other formats take the Report
+        from .stream_out import write_stream
+
+        done = write_stream(report, fmt, output, require=require, require_any=groups, fail_on=fail_on,
+                            survey=bool(gate.get("survey")))
+        if hasattr(done, "passed"):
+            raise typer.Exit(0 if done.passed else 1)
+        report = done
     result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on,
                            survey=bool(gate.get("survey")))
     with output_stream(output.get("output_file")) as stream:

@@ -17,18 +17,18 @@ NO_CONFIG = ("no config to explain; describe one with flags (e.g. --hdim 128 --h
 @handle_errors
 def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Explain which backends run a config on a machine you describe (GPU, versions); no GPU or torch needed."""
-    from ..services import diagnose_many, parse_env_assignments, whatif_environment
+    from ..services import diagnose_stream, parse_env_assignments, whatif_environment
 
     described = any(v not in (None, False, []) for v in config.values()) or config.get("train") is False
-    configs, project = plan(config, gate, default_bundled=False)
+    configs, project = plan(config, gate, default_bundled=False, stream=True)
     env_vars = parse_env_assignments(env.pop("set_env") or [])
     facts = {**{k.replace("-", "_"): v for k, v in project.environment.items()},
              **{k: v for k, v in env.items() if v is not None}}
     env_file = facts.pop("env_file", None) or project.env_file
     environment = whatif_environment(facts, env_file, env_vars)
-    report = diagnose_many(configs, environment, command="explain", backends=output.get("backend"),
-                           rules_dir=output.get("rules_dir"), ignore=project.ignore,
-                           ignore_from=project.where("ignore"))
+    report = diagnose_stream(configs, environment, command="explain", backends=output.get("backend"),
+                             rules_dir=output.get("rules_dir"), ignore=project.ignore,
+                             ignore_from=project.where("ignore"))
     if not (described or project.configs or project.models):
         raise UsageError(NO_CONFIG)
     emit(report, output=output, gate=gate)

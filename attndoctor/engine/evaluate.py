@@ -158,6 +158,15 @@ class Report(NamedTuple):
 # ---------------------------------------------------------------- facts
 
 
+SHARED_LIMIT = 8192
+"""Shared verdicts, findings and selections kept per backend in a batch; beyond it the oldest are computed again."""
+PARTNERS = {"hdim": ("hdim", "hdim_v"), "hdim_v": ("hdim", "hdim_v"), "seqlen_q": ("seqlen_q", "seqlen_kv"),
+            "seqlen_kv": ("seqlen_q", "seqlen_kv"), "heads": ("heads", "kv_heads"), "kv_heads": ("heads", "kv_heads"),
+            "window_left": ("window_left", "window_right"), "window_right": ("window_left", "window_right"),
+            "window": ("window_left", "window_right"), "layout": ("layout", "qkv_format"),
+            "qkv_format": ("layout", "qkv_format"), "cp": ("cp", "cp_comm"), "cp_comm": ("cp", "cp_comm")}
+"""A config change a fix makes can be judged against the field's partner (hdim_v against hdim): both are read."""
+
 CONFIG_FACTS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout", "softcap",
                 "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv", "qkv_fused")
 
@@ -296,11 +305,15 @@ class Evaluator:
         self.fact_cache = _FactCache()
         self._values_for: dict[str, Any] | None = None
         self._values: dict[str, Any] = {}
-        self._rule_ids = [r.id for r in base.rules]
         self._live: dict[tuple[Any, ...], dict[str, expr.Compiled]] = {}
         self._live_env: tuple[Environment, dict[str, expr.Compiled]] | None = None
         self._open: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
         self._blocking: dict[str, list[Rule]] = {}
+        self._finding_memo: dict[tuple[Any, ...], Finding] = {}
+        self._shared: dict[str, tuple[tuple[str, ...], dict[tuple[Any, ...], Verdict]]] = {}
+        self._shared_env: Environment | None = None
+        self._selections: dict[tuple[Any, ...], tuple[tuple[Verdict, ...], Selection]] = {}
+        self._selection_names: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def _live_rules(self, env: Environment) -> dict[str, expr.Compiled]:
         """Each rule with this machine's facts already filled in; rules that cannot apply here are left out.
@@ -345,12 +358,24 @@ class Evaluator:
             if value is False:
                 continue
             if value is True:
-                out.append(_finding(rule, True, facts))
+                out.append(self._finding(rule, True, facts))
             else:
-                out.append(_finding(rule, None, facts, *self._open_condition(rule, facts)))
+                out.append(self._finding(rule, None, facts, *self._open_condition(rule, facts)))
         order = {e: i for i, e in enumerate(EFFECTS)}
         out.sort(key=lambda f: (f.applies is not True, order[f.effect]))
         return out
+
+    def _finding(self, rule: Rule, applies: bool | None, facts: dict[str, Any], condition: str = "",
+                 missing: tuple[str, ...] = ()) -> Finding:
+        """One Finding object per distinct finding, shared by every config it applies to (many configs stay small)."""
+        message = _message(rule, facts)
+        key = (rule.id, applies, message, condition, missing)
+        found = self._finding_memo.get(key)
+        if found is None:
+            if len(self._finding_memo) > SHARED_LIMIT:
+                self._finding_memo.clear()
+            found = self._finding_memo[key] = _finding(rule, applies, facts, condition, missing, message)
+        return found
 
     def _open_condition(self, rule: Rule, facts: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         """What is left of a rule's condition, as text, and the facts it still needs; the same for every config
@@ -476,19 +501,80 @@ class Evaluator:
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
-        facts = self.fact_cache.facts(config, env)
         if self.batch:
-            values = dict.fromkeys(self._rule_ids, False)
-            for rule_id, fn in self._live_rules(env).items():
-                values[rule_id] = fn(facts)
-        else:
-            values = {r.id: self.memo.value(r, facts) for r in self.base.rules}
+            return self._evaluate_shared(config, env, backends)
+        facts = self.fact_cache.facts(config, env)
+        values = {r.id: self.memo.value(r, facts) for r in self.base.rules}
         self._values_for, self._values = facts, values
         all_verdicts = {b.id: self.verdict(b, config, env, facts=facts) for b in self.base.backends}
         self._values_for = None
         selections = tuple(self.select(framework, all_verdicts, facts) for framework in self.frameworks())
         return ConfigResult(config=config, all_verdicts=tuple(all_verdicts.values()), selected=selections,
                             shown=tuple(dict.fromkeys(backends)) if backends else None)
+
+    def _evaluate_shared(self, config: AttentionConfig, env: Environment,
+                         backends: Sequence[str] | None) -> ConfigResult:
+        """A batch: each backend's verdict is computed once per distinct value of the facts it can depend on, and
+        each framework's selection once per distinct set of verdicts; configs share the objects."""
+        if self._shared_env is not env:
+            self._shared_env = env
+            self._shared.clear()
+            self._selections.clear()
+        facts = self.fact_cache.facts(config, env)
+        live = self._live_rules(env)
+        all_verdicts: dict[str, Verdict] = {}
+        for backend in self.base.backends:
+            names, cache = self._shared.get(backend.id) or self._share(backend)
+            key = tuple(map(facts.get, names))
+            verdict = cache.get(key)
+            if verdict is None:
+                values = {}
+                for rule in self.base.rules_for(backend.id):
+                    fn = live.get(rule.id)
+                    values[rule.id] = False if fn is None else fn(facts)
+                self._values_for, self._values = facts, values
+                verdict = self.verdict(backend, config, env, facts=facts)
+                self._values_for = None
+                if len(cache) >= SHARED_LIMIT:
+                    del cache[next(iter(cache))]
+                cache[key] = verdict
+            all_verdicts[backend.id] = verdict
+        selections = tuple(self._shared_select(framework, all_verdicts, facts) for framework in self.frameworks())
+        return ConfigResult(config=config, all_verdicts=tuple(all_verdicts.values()), selected=selections,
+                            shown=tuple(dict.fromkeys(backends)) if backends else None)
+
+    def _share(self, backend: Backend) -> tuple[tuple[str, ...], dict[tuple[Any, ...], Verdict]]:
+        """The config facts a backend's verdict can read: its rules' conditions, messages, fix values and targets."""
+        names: set[str] = {"heads", "kv_heads"}  # with_changes checks them on every fix trial
+        for rule in self.base.rules_for(backend.id):
+            names.update(rule.key_names)
+            names.update(_placeholders(rule.message))
+            for fix in rule.fixes:
+                if fix.kind == "change":
+                    names.update(PARTNERS.get(fix.target, (fix.target,)))
+                    if fix.value_node is not None:
+                        names.update(expr.free_names(fix.value_node))
+        config_names = set(CONFIG_FACTS) | {"window_left", "window_right", "qkv_format"}
+        found = self._shared[backend.id] = (tuple(sorted(names & config_names)), {})
+        return found
+
+    def _shared_select(self, framework: str, verdicts: dict[str, Verdict], facts: dict[str, Any]) -> Selection:
+        names = self._selection_names.get(framework)
+        if names is None:
+            entries = [e for e in self.base.selection if e.framework == framework]
+            names = self._selection_names[framework] = (
+                tuple(sorted(set().union(*(expr.free_names(e.predicate) for e in entries)))),
+                tuple(dict.fromkeys(b for e in entries for b in e.order if b in verdicts)))
+        ordered = tuple(verdicts[b] for b in names[1])
+        key = (framework, *map(id, ordered), *map(facts.get, names[0]))
+        found = self._selections.get(key)
+        if found is not None and all(a is b for a, b in zip(found[0], ordered)):
+            return found[1]
+        selection = self.select(framework, verdicts, facts)
+        if len(self._selections) >= SHARED_LIMIT:
+            self._selections.clear()
+        self._selections[key] = (ordered, selection)
+        return selection
 
     def frameworks(self) -> list[str]:
         return list(dict.fromkeys(e.framework for e in self.base.selection))
@@ -563,9 +649,9 @@ def _walk(order: Sequence[str], verdicts: dict[str, Verdict]) -> _Pick:
 
 
 def _finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition: str = "",
-             missing: tuple[str, ...] = ()) -> Finding:
+             missing: tuple[str, ...] = (), message: str | None = None) -> Finding:
     return Finding(id=rule.id, effect=rule.effect, surfaces=rule.surfaces, title=rule.title,
-                   message=_message(rule, facts), symptom=rule.symptom, fixes=rule.fixes,
+                   message=_message(rule, facts) if message is None else message, symptom=rule.symptom, fixes=rule.fixes,
                    references=rule.references, applies=applies, condition=condition, missing=missing,
                    evidence=rule.evidence)
 

@@ -164,6 +164,10 @@ def render_result(console: Console, result: ConfigResult) -> None:
     console.print()
 
 
+MAX_NAMES = 12
+"""The "Why" table names this many configs per reason, then counts the rest (a sweep hits thousands)."""
+
+
 def render_matrix(console: Console, report: Report) -> None:
     """Many configs: one row each, one column per backend, then every reason once with the configs it hits."""
     backends = [v.backend.id for v in report.results[0].verdicts]
@@ -218,7 +222,8 @@ def render_matrix(console: Console, report: Report) -> None:
         reasons.add_column("configs", ratio=1)
         reasons.add_column("smallest fix", ratio=2)
         for (backend, _), (v, f, names) in grouped.items():
-            reasons.add_row(backend, _finding_line(f), ", ".join(names), _fix(v))
+            more = f" … and {len(names) - MAX_NAMES:,} more" if len(names) > MAX_NAMES else ""
+            reasons.add_row(backend, _finding_line(f), ", ".join(names[:MAX_NAMES]) + more, _fix(v))
         console.print(reasons)
 
 

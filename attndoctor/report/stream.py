@@ -1,0 +1,170 @@
+"""Reports written while the results are still coming: JSON and JSON lines for any number of configs, in bounded memory.
+
+Configs of one run share their verdict, finding and selection objects (the engine computes each distinct one once),
+so each object's JSON is made once and reused; the document is written result by result and the gate keeps only its
+checks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import IO, Any, Iterable, Iterator
+
+from .. import __version__
+from ..engine.evaluate import ConfigResult, Selection, Verdict
+from ..engine.gate import GateResult
+from ..engine.gate_tally import GateTally
+from .json_format import COMPACT_OVER, SCHEMA_VERSION
+
+JSONL_SCHEMA_VERSION = 1
+KEPT = 8192
+"""JSON text kept per shared object; beyond it the oldest is made again when it recurs."""
+
+
+class _Texts:
+    """JSON text per shared object, by identity (the object is kept alive beside its text)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+        self.texts: dict[int, tuple[Any, str]] = {}
+
+    def __call__(self, obj: Any) -> str:
+        found = self.texts.get(id(obj))
+        if found is not None and found[0] is obj:
+            return found[1]
+        text = self.make(obj)
+        if len(self.texts) >= KEPT:
+            del self.texts[next(iter(self.texts))]
+        self.texts[id(obj)] = (obj, text)
+        return text
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+class Progress:
+    """`attndoctor: 12,000 of 20,000 configs` on stderr, rewritten in place; only on a terminal, only once a run has
+    taken a second, and at most a few times a second."""
+
+    DELAY = 1.0
+    EVERY = 0.25
+
+    def __init__(self, total: int, file: IO[str] | None = None) -> None:
+        self.file = file or sys.stderr
+        self.total = total
+        self.shown = False
+        isatty = getattr(self.file, "isatty", None)
+        self.enabled = bool(isatty and isatty())
+        self.start = time.monotonic()
+        self.next = self.start + self.DELAY
+
+    def wrap(self, results: Iterable[ConfigResult]) -> Iterator[ConfigResult]:
+        if not self.enabled:
+            yield from results
+            return
+        for done, result in enumerate(results, 1):
+            if not done % 64 and time.monotonic() >= self.next:
+                self.show(done)
+            yield result
+        self.close()
+
+    def show(self, done: int) -> None:
+        of = f" of {self.total:,}" if self.total > 0 else ""
+        self.file.write(f"\rattndoctor: {done:,}{of} configs")
+        self.file.flush()
+        self.shown = True
+        self.next = time.monotonic() + self.EVERY
+
+    def close(self) -> None:
+        if self.shown:
+            self.file.write("\r\x1b[K")
+            self.file.flush()
+            self.shown = False
+
+
+def _summary(counts: dict[str, int], configs: int) -> dict[str, Any]:
+    return {"configs": configs, "verdicts": counts}
+
+
+def write_json(run: Any, tally: GateTally, out: IO[str]) -> GateResult:
+    """The document of --format json, written result by result (the same text as render_json for many configs)."""
+    header = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "attndoctor", "version": __version__},
+        "command": run.command,
+        "rules": {"count": run.rule_count, "files": list(run.rule_files), "ignored": dict(run.ignored)},
+        "environment": run.environment.to_dict(),
+    }
+    finding = _Texts(lambda f: _dumps(f.to_dict()))
+
+    def verdict_text(v: Verdict) -> str:
+        data = v._replace(findings=()).to_dict()  # each finding's text is made once, then spliced in
+        data["missing"] = list(v.missing)
+        return _dumps(data).replace('"findings": []', '"findings": [' + ", ".join(map(finding, v.findings)) + "]", 1)
+
+    verdict = _Texts(verdict_text)
+    selection = _Texts(lambda s: _dumps(s.to_dict()))
+    out.write(_dumps(header)[:-1] + ', "results": [')
+    counts: dict[str, int] = {}
+    configs = 0
+    for result in run.results:
+        tally.add(result)
+        for v in result.verdicts:
+            counts[v.status] = counts.get(v.status, 0) + 1
+        out.write((", " if configs else "") + '{"config": ' + _dumps(result.config.to_dict()) + ', "label": '
+                  + _dumps(result.config.label()) + ', "verdicts": [' + ", ".join(map(verdict, result.verdicts))
+                  + '], "selected": [' + ", ".join(map(selection, result.selected)) + "]}")
+        configs += 1
+    gate = tally.result()
+    out.write('], "summary": ' + _dumps(_summary(counts, configs)) + ', "gate": ' + _dumps(gate.to_dict()) + "}\n")
+    return gate
+
+
+def jsonl_verdict(v: Verdict) -> dict[str, Any]:
+    """One backend in a --format jsonl line: what a sweep filters on, without the rule texts."""
+    return {"backend": v.backend.id, "status": v.status, "supported": v.supported,
+            "blocking": [f.id for f in v.findings if f.blocking and f.applies is True],
+            "depends_on": list(v.missing), "fix": v.fix.describe() if v.fix else None}
+
+
+def jsonl_selection(s: Selection) -> dict[str, Any]:
+    return {"framework": s.framework, "status": s.status, "backend": s.backend, "candidates": list(s.candidates)}
+
+
+def write_jsonl(run: Any, tally: GateTally, out: IO[str]) -> GateResult:
+    """--format jsonl: one line per config, then one line with the summary and the gate."""
+    verdict = _Texts(lambda v: _dumps(jsonl_verdict(v)))
+    selection = _Texts(lambda s: _dumps(jsonl_selection(s)))
+    counts: dict[str, int] = {}
+    configs = 0
+    failing: list[dict[str, Any]] = []
+    for result in run.results:
+        checks = tally.add(result)
+        for v in result.verdicts:
+            counts[v.status] = counts.get(v.status, 0) + 1
+        failed = [c for c in checks if not c.passed]
+        failing.extend(c.to_dict() for c in failed)
+        out.write('{"config": ' + _dumps(result.config.to_dict()) + ', "label": ' + _dumps(result.config.label())
+                  + ', "verdicts": [' + ", ".join(map(verdict, result.verdicts)) + '], "selected": ['
+                  + ", ".join(map(selection, result.selected)) + '], "passed": ' + ("false" if failed else "true")
+                  + "}\n")
+        configs += 1
+    gate = tally.result()
+    out.write(_dumps({"schema_version": JSONL_SCHEMA_VERSION, "tool": {"name": "attndoctor", "version": __version__},
+                      "command": run.command, "environment": run.environment.to_dict(),
+                      "summary": _summary(counts, configs),
+                      "gate": {"passed": gate.passed, "reasons": gate.reasons, "checks": len(gate.checks),
+                               "failed": failing}}) + "\n")
+    return gate
+
+
+STREAM_FORMATS = ("json", "jsonl")
+
+
+def streams(fmt: str, count: int) -> bool:
+    """Whether a format is written result by result: jsonl always, json above the size it is indented at."""
+    return fmt == "jsonl" or (fmt == "json" and (count < 0 or count > COMPACT_OVER))
+

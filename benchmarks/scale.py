@@ -1,0 +1,129 @@
+"""Many configs from one JSONL file: wall time and peak memory of `attndoctor explain` per output format and size.
+
+Run: python benchmarks/scale.py [--sizes 1000,20000,50000] [--formats text,json,jsonl] [--random]
+Target (issue #12): 20,000 configs in <= 10 s and <= 300 MB peak memory, for json and jsonl.
+The configs are realistic sweeps (shapes of well-known models x sequence lengths, batch sizes, dtypes, masks,
+features), named one by one, with about 10% repeated lines; --random draws every field independently instead (almost
+no two configs alike: the worst case for the shared-verdict caches). Each run goes through a fresh wrapper process
+whose only child is the CLI, so the wrapper's RUSAGE_CHILDREN ru_maxrss is that run's peak; the wall time includes
+the wrapper's start (about 20 ms). Output goes to /dev/null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+MODELS: list[tuple[str, int, int, int, int | None, dict[str, Any]]] = [
+    ("Llama-3-8B", 32, 8, 128, None, {}), ("Llama-3-70B", 64, 8, 128, None, {}),
+    ("Llama-3-405B", 128, 8, 128, None, {}), ("Llama-2-7B", 32, 32, 128, None, {}),
+    ("Mistral-7B", 32, 8, 128, None, {"window": [4096, 0]}), ("Mixtral-8x7B", 32, 8, 128, None, {}),
+    ("Gemma-2-9B", 16, 8, 256, None, {"softcap": 50.0, "window": [4096, 0]}),
+    ("Gemma-2-27B", 32, 16, 128, None, {"softcap": 50.0}), ("Qwen2-72B", 64, 8, 128, None, {}),
+    ("Qwen2.5-7B", 28, 4, 128, None, {}), ("DeepSeek-V3 MLA", 128, 128, 192, 128, {}),
+    ("Falcon-7B", 71, 1, 64, None, {}), ("Phi-3-mini", 32, 32, 96, None, {}),
+    ("BERT-base", 12, 12, 64, None, {"mask": "none"}), ("ViT-L", 16, 16, 64, None, {"mask": "none"}),
+    ("SD-UNet", 8, 8, 80, None, {"mask": "none"}), ("SD-UNet-160", 8, 8, 160, None, {"mask": "none"}),
+]
+SEQLENS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 131072]
+LAYOUTS = [None] * 12 + ["bshd", "sbhd", "thd", "bhsd", "sbhd_sbhd_sbhd", "bshd_bshd_bshd", "thd_thd_thd", "sb3hd"]
+ENV = ["--gpu", "H100", "--torch", "2.11.0", "--cudnn", "9.19.0"]
+
+
+def realistic(rng: random.Random, i: int) -> dict[str, Any]:
+    """One job of a sweep: a model's attention shape, a sequence length, a batch, a dtype, training or inference."""
+    name, heads, kv_heads, hdim, hdim_v, extra = rng.choice(MODELS)
+    train = rng.random() < 0.5
+    cfg: dict[str, Any] = {"name": f"{name} job{i}", "batch": rng.choice([1, 2, 4, 8, 16, 32, 64]), "heads": heads,
+                           "kv_heads": kv_heads, "hdim": hdim, "train": train,
+                           "dtype": rng.choices(["bf16", "fp16", "fp8", "fp32"], [70, 20, 5, 5])[0]}
+    if hdim_v:
+        cfg["hdim_v"] = hdim_v
+    seqlen = rng.choice(SEQLENS) if rng.random() < 0.9 else rng.randint(1, 32768)
+    if not train and rng.random() < 0.3:
+        cfg["seqlen_q"], cfg["seqlen_kv"] = 1, seqlen  # decoding
+    else:
+        cfg["seqlen"] = seqlen
+    cfg["mask"] = extra.get("mask") or rng.choices(["causal", "padding-causal", "causal-bottom-right"], [80, 15, 5])[0]
+    cfg.update({k: v for k, v in extra.items() if k != "mask"})
+    if train and rng.random() < 0.1:
+        cfg["dropout"] = 0.1
+    if train and rng.random() < 0.25:
+        cfg["cp"] = rng.choice([2, 4, 8])
+        cfg["cp_comm"] = rng.choice(["p2p", "a2a", "all_gather"])
+    layout = rng.choice(LAYOUTS)
+    if layout:
+        cfg["layout"] = layout
+    if rng.random() < 0.05:
+        cfg["deterministic"] = True
+    if not train and rng.random() < 0.1:
+        cfg["paged_kv"] = True
+    return cfg
+
+
+def independent(rng: random.Random, i: int) -> dict[str, Any]:
+    """Every field drawn on its own: almost every config is unlike every other."""
+    heads = rng.choice([8, 12, 16, 32, 64, 128])
+    return {"name": f"cfg{i}", "batch": rng.choice([1, 2, 4, 8]), "heads": heads,
+            "kv_heads": rng.choice([h for h in (1, 2, 4, 8, heads) if heads % h == 0]),
+            "hdim": rng.choice([64, 80, 96, 128, 160, 192, 256]),
+            "seqlen_q": rng.choice([1, 128, 512, 1000, 2048, 4096, 8192, 16534]),
+            "seqlen_kv": rng.choice([128, 512, 2048, 4096, 8192]), "dtype": rng.choice(["bf16", "fp16", "fp32"]),
+            "train": rng.random() < 0.5, "mask": rng.choice(["none", "causal", "padding", "arbitrary"]),
+            "dropout": rng.choice([0.0, 0.0, 0.1]), "cp": rng.choice([1, 1, 2, 4])}
+
+
+def write_configs(path: Path, count: int, *, seed: int = 7, repeats: float = 0.1, random_fields: bool = False) -> None:
+    """`count` JSON lines; about `repeats` of them repeat an earlier line word for word."""
+    rng = random.Random(seed)
+    make = independent if random_fields else realistic
+    earlier: list[str] = []
+    with path.open("w") as out:
+        for i in range(count):
+            if earlier and rng.random() < repeats:
+                line = rng.choice(earlier)
+            else:
+                line = json.dumps(make(rng, i))
+                if len(earlier) < 5000:
+                    earlier.append(line)
+            out.write(line + "\n")
+
+
+WRAPPER = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)")
+"""Runs the command as its only child and prints that child's peak RSS (KB): RUSAGE_CHILDREN of a fresh process."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,20000,50000")
+    parser.add_argument("--formats", default="text,json,jsonl")
+    parser.add_argument("--random", action="store_true", help="independent random fields instead of model sweeps")
+    args = parser.parse_args()
+    exe = shutil.which("attndoctor") or sys.exit("attndoctor is not on PATH: pip install . first")
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    print(f"{'configs':>8} {'format':6} {'wall':>8} {'peak RSS':>9}  exit")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            path = Path(tmp) / f"configs-{size}.jsonl"
+            write_configs(path, size, random_fields=args.random)
+            for fmt in args.formats.split(","):
+                cmd = [sys.executable, "-c", WRAPPER, exe, "explain", "--config-file", str(path), *ENV,
+                       "--format", fmt]
+                start = time.perf_counter()
+                done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                wall = time.perf_counter() - start
+                peak = int(done.stdout.strip() or 0) / 1024
+                print(f"{size:>8} {fmt:6} {wall:7.2f}s {peak:7.0f} MB  {done.returncode}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
