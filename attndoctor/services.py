@@ -110,6 +110,10 @@ class ReportStream(NamedTuple):
     ignored: Mapping[str, str]
     backend_ids: tuple[str, ...]
     count: int
+    configs: Iterable[AttentionConfig] = ()
+    evaluate: Any = None
+    """What `results` is made of: the configs, and a function from configs to their results (for worker
+    processes, which evaluate chunks of the configs themselves)."""
 
     def collect(self) -> Any:
         from .engine.evaluate import Report
@@ -145,9 +149,12 @@ def diagnose_stream(configs: Iterable[AttentionConfig], env: Environment, *, com
             raise UsageError(f"{ignore_from}: no rule {rule_id!r}; see `attndoctor rules list`")
     count = len(configs) if isinstance(configs, Sized) else -1
     evaluator = Evaluator(base, ignore=ignored, batch=count < 0 or count > 8)
-    return ReportStream(command=command, environment=env, results=_results(evaluator, configs, env, backends),
+    def evaluate(chunk: Iterable[AttentionConfig]) -> Iterator[Any]:
+        return _results(evaluator, chunk, env, backends)
+
+    return ReportStream(command=command, environment=env, results=evaluate(configs),
                         rule_count=len(base.rules), rule_files=base.files, ignored=ignored,
-                        backend_ids=base.backend_ids, count=count)
+                        backend_ids=base.backend_ids, count=count, configs=configs, evaluate=evaluate)
 
 
 def _results(evaluator: Any, configs: Iterable[AttentionConfig], env: Environment,

@@ -125,3 +125,30 @@ def test_progress_only_on_a_terminal(cli, mixed, monkeypatch):
     progress = Progress(180, file=shown)
     assert len(list(progress.wrap(range(180)))) == 180
     assert "of 180 configs" in shown.getvalue() and shown.getvalue().endswith("\r\x1b[K")
+
+
+def test_worker_processes_write_the_same_document_as_one_process(tmp_path, monkeypatch):
+    """Above PARALLEL_OVER configs the work is split over forked workers; the bytes written do not change."""
+    import attndoctor.parallel as parallel
+    from attndoctor.cli import main
+
+    monkeypatch.setattr(parallel, "PARALLEL_OVER", 10)
+    monkeypatch.setattr(parallel, "CHUNK", 7)
+    calls = []
+    real = parallel.map_ordered
+    monkeypatch.setattr(parallel, "map_ordered", lambda *a: calls.append(a[-1]) or real(*a))
+    path = tmp_path / "many.jsonl"
+    lines = [json.dumps({"name": f"c{i}", "hdim": 64 + 32 * (i % 5), "heads": 16, "seqlen": 512 * (1 + i % 3),
+                         "dtype": "bf16", "train": bool(i % 2)}) for i in range(60)]
+    path.write_text("\n".join(lines) + "\n")
+    out = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("ATTNDOCTOR_WORKERS", workers)
+        for fmt in ("json", "jsonl"):
+            target = tmp_path / f"{workers}.{fmt}"
+            with pytest.raises(SystemExit):
+                main(["explain", "--config-file", str(path), "--gpu", "H100", "--te", "2.3", "--cudnn", "9.1.0",
+                      "--format", fmt, "--output", str(target)])
+            out[workers, fmt] = target.read_text()
+    assert out["1", "json"] == out["2", "json"] and out["1", "jsonl"] == out["2", "jsonl"]
+    assert json.loads(out["2", "json"])["summary"]["configs"] == 60 and calls == [2, 2]

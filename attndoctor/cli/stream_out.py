@@ -19,13 +19,21 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
         finally:
             progress.close()
     from ..engine.gate_tally import GateTally
-    from ..report.stream import write_json, write_jsonl
-
     from ..output import output_stream
+    from ..parallel import map_ordered, workers_for
+    from ..report.stream import PIECES, write_json, write_jsonl
 
-    tally = GateTally(run.environment, require=require, require_any=require_any, fail_on=fail_on, survey=survey)
+    options = {"require": require, "require_any": require_any, "fail_on": fail_on, "survey": survey}
+    tally = GateTally(run.environment, **options)
+    pieces = None
+    workers = workers_for(run.count)
+    if workers > 1 and run.evaluate is not None:
+        def make_render() -> Any:
+            return PIECES[fmt](GateTally(run.environment, keeps=False, **options))
+
+        pieces = progress.wrap(map_ordered(run.configs, run.evaluate, make_render, workers))
     try:
         with output_stream(output.get("output_file")) as stream:
-            return (write_jsonl if fmt == "jsonl" else write_json)(run, tally, stream)
+            return (write_jsonl if fmt == "jsonl" else write_json)(run, tally, stream, pieces)
     finally:
         progress.close()

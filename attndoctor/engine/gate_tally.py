@@ -15,8 +15,11 @@ class GateTally:
     """Adds each result's checks as it passes; configs that share their verdicts and selections share the work."""
 
     def __init__(self, environment: Environment, *, require: Sequence[str] = (),
-                 require_any: Sequence[Sequence[str]] = (), fail_on: str | None = None, survey: bool = False) -> None:
+                 require_any: Sequence[Sequence[str]] = (), fail_on: str | None = None, survey: bool = False,
+                 keeps: bool = True) -> None:
         self.environment = environment
+        self.keeps = keeps
+        """False in a worker process: its checks travel to the parent's tally, which keeps them."""
         self.options: dict[str, Any] = {"require": require, "require_any": require_any, "fail_on": fail_on,
                                         "survey": survey}
         self.checks: list[GateCheck] = []
@@ -36,8 +39,13 @@ class GateTally:
             if len(self._memo) >= MEMO_LIMIT:
                 self._memo.clear()
             self._memo[key] = (result, checks)
-        self.checks.extend(checks)
+        if self.keeps:
+            self.checks.extend(checks)
         return checks
+
+    def keep(self, checks: Sequence[GateCheck]) -> None:
+        """Checks made elsewhere (a worker's tally) for the final GateResult."""
+        self.checks.extend(checks)
 
     def result(self) -> GateResult:
         return GateResult(passed=all(c.passed for c in self.checks), checks=tuple(self.checks))

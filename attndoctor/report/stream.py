@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from .. import __version__
 from ..engine.evaluate import ConfigResult, Selection, Verdict
-from ..engine.gate import GateResult
+from ..engine.gate import GateCheck, GateResult
 from ..engine.gate_tally import GateTally
 from .json_format import COMPACT_OVER, SCHEMA_VERSION
 
 JSONL_SCHEMA_VERSION = 1
-KEPT = 8192
+KEPT = 2048
 """JSON text kept per shared object; beyond it the oldest is made again when it recurs."""
 
 
@@ -89,15 +89,12 @@ def _summary(counts: dict[str, int], configs: int) -> dict[str, Any]:
     return {"configs": configs, "verdicts": counts}
 
 
-def write_json(run: Any, tally: GateTally, out: IO[str]) -> GateResult:
-    """The document of --format json, written result by result (the same text as render_json for many configs)."""
-    header = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "attndoctor", "version": __version__},
-        "command": run.command,
-        "rules": {"count": run.rule_count, "files": list(run.rule_files), "ignored": dict(run.ignored)},
-        "environment": run.environment.to_dict(),
-    }
+Piece = tuple[str, list[GateCheck], tuple[str, ...]]
+"""One config's written text, its gate checks and its verdicts' statuses."""
+
+
+def json_piece(tally: GateTally) -> Callable[[ConfigResult], Piece]:
+    """One result of --format json's `results` list, as text (each shared object's JSON made once)."""
     finding = _Texts(lambda f: _dumps(f.to_dict()))
 
     def verdict_text(v: Verdict) -> str:
@@ -107,16 +104,53 @@ def write_json(run: Any, tally: GateTally, out: IO[str]) -> GateResult:
 
     verdict = _Texts(verdict_text)
     selection = _Texts(lambda s: _dumps(s.to_dict()))
+
+    def piece(result: ConfigResult) -> Piece:
+        text = ('{"config": ' + _dumps(result.config.to_dict()) + ', "label": ' + _dumps(result.config.label())
+                + ', "verdicts": [' + ", ".join(map(verdict, result.verdicts)) + '], "selected": ['
+                + ", ".join(map(selection, result.selected)) + "]}")
+        return text, tally.add(result), tuple(v.status for v in result.verdicts)
+
+    return piece
+
+
+def jsonl_piece(tally: GateTally) -> Callable[[ConfigResult], Piece]:
+    """One line of --format jsonl."""
+    verdict = _Texts(lambda v: _dumps(jsonl_verdict(v)))
+    selection = _Texts(lambda s: _dumps(jsonl_selection(s)))
+
+    def piece(result: ConfigResult) -> Piece:
+        checks = tally.add(result)
+        failed = any(not c.passed for c in checks)
+        text = ('{"config": ' + _dumps(result.config.to_dict()) + ', "label": ' + _dumps(result.config.label())
+                + ', "verdicts": [' + ", ".join(map(verdict, result.verdicts)) + '], "selected": ['
+                + ", ".join(map(selection, result.selected)) + '], "passed": ' + ("false" if failed else "true")
+                + "}\n")
+        return text, checks, tuple(v.status for v in result.verdicts)
+
+    return piece
+
+
+PIECES = {"json": json_piece, "jsonl": jsonl_piece}
+
+
+def write_json(run: Any, tally: GateTally, out: IO[str], pieces: Iterable[Piece] | None = None) -> GateResult:
+    """The document of --format json, written result by result (the same text as render_json for many configs);
+    `pieces` are the results already rendered (by worker processes), else they are rendered here."""
+    header = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "attndoctor", "version": __version__},
+        "command": run.command,
+        "rules": {"count": run.rule_count, "files": list(run.rule_files), "ignored": dict(run.ignored)},
+        "environment": run.environment.to_dict(),
+    }
     out.write(_dumps(header)[:-1] + ', "results": [')
     counts: dict[str, int] = {}
     configs = 0
-    for result in run.results:
-        tally.add(result)
-        for v in result.verdicts:
-            counts[v.status] = counts.get(v.status, 0) + 1
-        out.write((", " if configs else "") + '{"config": ' + _dumps(result.config.to_dict()) + ', "label": '
-                  + _dumps(result.config.label()) + ', "verdicts": [' + ", ".join(map(verdict, result.verdicts))
-                  + '], "selected": [' + ", ".join(map(selection, result.selected)) + "]}")
+    for text, checks, statuses in _pieces(run, tally, json_piece, pieces):
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
+        out.write((", " if configs else "") + text)
         configs += 1
     gate = tally.result()
     out.write('], "summary": ' + _dumps(_summary(counts, configs)) + ', "gate": ' + _dumps(gate.to_dict()) + "}\n")
@@ -134,23 +168,16 @@ def jsonl_selection(s: Selection) -> dict[str, Any]:
     return {"framework": s.framework, "status": s.status, "backend": s.backend, "candidates": list(s.candidates)}
 
 
-def write_jsonl(run: Any, tally: GateTally, out: IO[str]) -> GateResult:
+def write_jsonl(run: Any, tally: GateTally, out: IO[str], pieces: Iterable[Piece] | None = None) -> GateResult:
     """--format jsonl: one line per config, then one line with the summary and the gate."""
-    verdict = _Texts(lambda v: _dumps(jsonl_verdict(v)))
-    selection = _Texts(lambda s: _dumps(jsonl_selection(s)))
     counts: dict[str, int] = {}
     configs = 0
     failing: list[dict[str, Any]] = []
-    for result in run.results:
-        checks = tally.add(result)
-        for v in result.verdicts:
-            counts[v.status] = counts.get(v.status, 0) + 1
-        failed = [c for c in checks if not c.passed]
-        failing.extend(c.to_dict() for c in failed)
-        out.write('{"config": ' + _dumps(result.config.to_dict()) + ', "label": ' + _dumps(result.config.label())
-                  + ', "verdicts": [' + ", ".join(map(verdict, result.verdicts)) + '], "selected": ['
-                  + ", ".join(map(selection, result.selected)) + '], "passed": ' + ("false" if failed else "true")
-                  + "}\n")
+    for text, checks, statuses in _pieces(run, tally, jsonl_piece, pieces):
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
+        failing.extend(c.to_dict() for c in checks if not c.passed)
+        out.write(text)
         configs += 1
     gate = tally.result()
     out.write(_dumps({"schema_version": JSONL_SCHEMA_VERSION, "tool": {"name": "attndoctor", "version": __version__},
@@ -159,6 +186,16 @@ def write_jsonl(run: Any, tally: GateTally, out: IO[str]) -> GateResult:
                       "gate": {"passed": gate.passed, "reasons": gate.reasons, "checks": len(gate.checks),
                                "failed": failing}}) + "\n")
     return gate
+
+
+def _pieces(run: Any, tally: GateTally, make: Callable[[GateTally], Callable[[ConfigResult], Piece]],
+            pieces: Iterable[Piece] | None) -> Iterator[Piece]:
+    if pieces is None:
+        yield from map(make(tally), run.results)
+        return
+    for piece in pieces:
+        tally.keep(piece[1])
+        yield piece
 
 
 STREAM_FORMATS = ("json", "jsonl")
