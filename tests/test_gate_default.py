@@ -33,6 +33,7 @@ def test_text_report_says_why_the_gate_failed(cli):
     code, out, _ = cli(*README_CASE, "--cudnn", "9.1.0")
     assert code == 1
     assert "gate failed" in out.lower() and "TransformerEngine selects te-fused" in out
+    assert "fix: upgrade cuDNN to 9.5.0" in out
 
 
 def test_framework_not_given_does_not_fail_the_gate(cli):

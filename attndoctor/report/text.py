@@ -243,5 +243,15 @@ def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *
             console.print(Text(f"ignored {rule}: {why}", style="dim"))
     if not gate.passed:
         console.print(Text("gate failed:", style="bold red"))
-        for reason in gate.reasons:
-            console.print(Text(f"  {reason}", style="red"))
+        shown: set[str] = set()
+        for check in gate.checks:
+            if check.passed:
+                continue
+            for reason in check.reasons:
+                line = f"{check.config}: {reason}"
+                if line not in shown:
+                    shown.add(line)
+                    console.print(Text(f"  {line}", style="red"))
+            if check.fixes and check.fixes[0] not in shown:
+                shown.add(check.fixes[0])
+                console.print(Text(f"    fix: {check.fixes[0]}", style="green"))
