@@ -44,6 +44,9 @@ _AGREE: dict[str, dict[str, str]] = {
     # predicted status -> observed outcome -> agreement
     "supported": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
                   "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "contradicted"},
+    # a known bug bites only on the data its advisory names: a clean run and a wrong one both agree with it
+    "known-bug": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
+                  "wrong-results": "confirmed", "crashed": "contradicted", "not-installed": "contradicted"},
     "unsupported": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
                     "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
     "api-mismatch": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
@@ -58,10 +61,10 @@ DISAGREEMENTS = ("contradicted", "undecided")
 
 def agreement(outcome: str, predicted: str) -> str:
     """confirmed | contradicted | undecided (the rules said `depends` on a probed machine, whose facts are all
-    known) | inconclusive (out of memory, or a case the runners do not build: says nothing about support)."""
+    known, or the machine's versions lie outside what they model) | inconclusive (out of memory, or a case the runners do not build: says nothing about support)."""
     if outcome in ("out-of-memory", "skipped"):
         return "inconclusive"
-    if predicted == "depends":
+    if predicted in ("depends", "outside-rules"):
         return "undecided"
     return _AGREE.get(predicted, {}).get(outcome, "contradicted")
 

@@ -33,12 +33,24 @@ def _check_format(fmt: str, accepted: tuple[str, ...] = ("text", "json")) -> Non
 @rules_app.command("list")
 @handle_errors
 def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", help="Only rules about this backend."),
+               effect: Optional[List[str]] = typer.Option(None, "--effect", metavar="EFFECT",
+                                                          help="Only rules of this effect (wrong-results lists the "
+                                                               "known-bug advisories)."),
+               advisories: bool = typer.Option(False, "--advisories", help="Only advisories: known bugs of kernels "
+                                               "that accept the call."),
                fmt: str = Format, rules_dir: Optional[str] = RulesDir) -> None:
     """List every rule: id, backends, effect, title."""
+    from ..engine.rules import EFFECTS
+    from ..errors import UsageError
+
     _check_format(fmt)
+    unknown = next((e for e in effect or () if e not in EFFECTS), None)
+    if unknown is not None:
+        raise UsageError(f"--effect: unknown effect {unknown!r}; accepted: {', '.join(EFFECTS)}")
     base = _base(rules_dir)
     base.check_backend_ids(backend)
-    rules = [r for r in base.rules if not backend or set(backend) & set(r.backends)]
+    rules = [r for r in base.rules if (not backend or set(backend) & set(r.backends))
+             and (not effect or r.effect in effect) and (not advisories or r.advisory)]
     if fmt == "json":
         sys.stdout.write(json.dumps([r.to_dict() for r in rules], indent=2) + "\n")
         return

@@ -12,7 +12,11 @@ from ..errors import UsageError
 from . import expr
 from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Rule, RuleBase
 
-STATUSES = ("supported", "depends", "unsupported", "api-mismatch", "wrong-results", "not-installed")
+STATUSES = ("supported", "known-bug", "depends", "outside-rules", "unsupported", "api-mismatch", "wrong-results",
+            "not-installed")
+"""known-bug: it runs, and a known bug bites when the data meet its conditions (an advisory at risk); outside-rules:
+a version the rules do not model decides it, so nothing is claimed."""
+OUTSIDE = "AD-OUTSIDE-RULES"
 
 
 class Finding(NamedTuple):
@@ -30,10 +34,18 @@ class Finding(NamedTuple):
     condition: str = ""
     missing: tuple[str, ...] = ()
     evidence: str = "source"
+    data: tuple[str, ...] = ()
+    workaround: str = ""
+    fixed_in: Mapping[str, str] = MappingProxyType({})
 
     @property
     def blocking(self) -> bool:
-        return self.effect in BLOCKING
+        return self.effect in BLOCKING and not self.data
+
+    @property
+    def at_risk(self) -> bool:
+        """An advisory whose config conditions hold: only the data it names decide whether the bug bites."""
+        return self.applies is True and bool(self.data) and self.effect in BLOCKING
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -45,6 +57,14 @@ class Finding(NamedTuple):
         if self.applies is None:
             out["applies_if"] = self.condition
             out["missing"] = list(self.missing)
+        if self.data:
+            from .rules import DATA_CONDITIONS
+
+            out["data"] = [{"name": d, "text": DATA_CONDITIONS[d]} for d in self.data]
+        if self.workaround:
+            out["workaround"] = self.workaround
+        if self.fixed_in:
+            out["fixed_in"] = dict(self.fixed_in)
         return out
 
 
@@ -74,9 +94,14 @@ class Verdict(NamedTuple):
 
     @property
     def supported(self) -> bool | None:
-        if self.status == "supported":
+        if self.status in ("supported", "known-bug"):
             return True
-        return None if self.status == "depends" else False
+        return None if self.status in ("depends", "outside-rules") else False
+
+    @property
+    def advisories(self) -> list[Finding]:
+        """The known bugs at risk on this config."""
+        return [f for f in self.findings if f.at_risk]
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -395,8 +420,12 @@ class Evaluator:
             for effect in BLOCKING:
                 if any(f.effect == effect for f in definite):
                     return effect
+        if any(f.id == OUTSIDE for f in findings):
+            return "outside-rules"
         if any(f.blocking and f.applies is None for f in findings):
             return "depends"
+        if any(f.at_risk for f in findings):
+            return "known-bug"
         return "supported"
 
     def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment) -> str:
@@ -433,6 +462,8 @@ class Evaluator:
         plans: list[FixPlan] = []
         if search_fix and status in BLOCKING:
             plans = self._fixes(backend, config, env, [f for f in findings if f.blocking and f.applies is True])
+        elif search_fix and status == "known-bug":
+            plans = self._advisory_fixes(backend, config, env, [f for f in findings if f.at_risk])
         verdict = Verdict(backend=backend, status=status, findings=tuple(findings),
                           fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
         if search_fix and status == "depends" and not self.batch:
@@ -498,6 +529,23 @@ class Evaluator:
                                      len(pa[0].fixes)))
         found = [p for p, _ in working]
         return [p for p in found if not any(_dominates(q, p) for q in found if q is not p)]
+
+    def _advisory_fixes(self, backend: Backend, config: AttentionConfig, env: Environment,
+                        risks: list[Finding]) -> list[FixPlan]:
+        """The advisories' own fixes that take the config out of every one of them and keep the backend running."""
+        facts = self.fact_cache.facts(config, env)
+        plans = []
+        for fix in dict.fromkeys(f for risk in risks for f in risk.fixes):
+            applied = apply_fixes((fix,), config, env, facts)
+            if applied is None:
+                continue
+            new_facts = build_facts(*applied)
+            if any(self.memo.value(self.base.rule(r.id), new_facts) is not False for r in risks):
+                continue
+            if self.quick_status(backend, *applied) == "supported":
+                plans.append(FixPlan(fixes=_resolved((fix,), facts), result="supported"))
+        plans.sort(key=lambda p: sum(FIX_RANK[f.kind] for f in p.fixes))
+        return plans
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
@@ -629,11 +677,13 @@ def _walk(order: Sequence[str], verdicts: dict[str, Verdict]) -> _Pick:
         v = verdicts.get(backend_id)
         if v is None or v.status == "not-installed":
             continue
-        if v.status == "supported":
+        if v.status in ("supported", "known-bug"):
             if maybe:
                 return _Pick("depends", None, tuple(maybe + [backend_id]))
-            return _Pick("selected", backend_id)
-        if v.status == "depends":
+            risks = v.advisories
+            return _Pick("selected", backend_id,
+                         reason="; ".join(f"known bug {f.id}: {f.message}" for f in risks))
+        if v.status in ("depends", "outside-rules"):
             maybe.append(backend_id)
             continue
         definite = v.blocking(True)
@@ -651,9 +701,10 @@ def _walk(order: Sequence[str], verdicts: dict[str, Verdict]) -> _Pick:
 def _finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition: str = "",
              missing: tuple[str, ...] = (), message: str | None = None) -> Finding:
     return Finding(id=rule.id, effect=rule.effect, surfaces=rule.surfaces, title=rule.title,
-                   message=_message(rule, facts) if message is None else message, symptom=rule.symptom, fixes=rule.fixes,
+                   message=_message(rule, facts) if message is None else message, symptom=rule.symptom,
+                   fixes=rule.fixes,
                    references=rule.references, applies=applies, condition=condition, missing=missing,
-                   evidence=rule.evidence)
+                   evidence=rule.evidence, data=rule.data, workaround=rule.workaround, fixed_in=rule.fixed_in)
 
 
 BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)

@@ -34,7 +34,27 @@ ID_PATTERN = r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 """Patterns as text: `re` compiles them on first use, which only a rule file that is not in the cache needs."""
 RULE_KEYS = {"id", "title", "backends", "effect", "surfaces", "when", "condition", "message", "symptom", "fixes",
-             "references", "examples", "evidence", "notes"}
+             "references", "examples", "evidence", "notes", "data", "fixed_in", "workaround"}
+DATA_CONDITIONS: dict[str, str] = {
+    "low-lse": "a query row's logsumexp falls below about -88.7 (every logit of the row strongly negative)",
+    "dominant-key": "one key dominates every row (massive activations, attention sinks)",
+    "masked-rows": "a query row's mask hides every key (left padding of batched prompts, empty key ranges)",
+    "fp16-large": "fp16 values near the top of its range",
+    "grad-out-strides": "the output gradient reaches backward as a non-contiguous view",
+    "strided-inputs": "q, k or v is passed as a non-contiguous slice",
+    "padded-tail": "the packed q/k/v buffers hold more tokens than cu_seqlens[-1] (static-shape padding)",
+    "fp32-mask": "a float32 attn_mask with fp16/bf16 q, k, v",
+    "mask-grad": "the attn_mask requires grad while q, k and v do not",
+    "graph-replay": "the call is captured in a CUDA graph and replayed",
+    "learnable-sinks": "the attention has learnable sinks (softmax_type='learnable')",
+    "mxfp8": "the FP8 recipe is MXFP8 block scaling",
+    "bf16-output": "the FP8 attention writes a bf16 output",
+    "memory-reuse": "the caching allocator reuses freed scratch memory while the kernel still reads it",
+    "timing": "the outcome depends on stream timing (a race)",
+    "padding-garbage": "padded positions hold non-zero values",
+}
+"""Facts about the tensors' values or the call's surroundings that a config cannot state: an advisory that needs one
+stays open ("at risk if ..."), and `verify --stress` or `trace --numerics` can decide it."""
 
 
 class Fix(NamedTuple):
@@ -116,6 +136,11 @@ class Rule(NamedTuple):
     predicate: expr.Node
     names: frozenset[str]
     key_names: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+    """Data conditions (DATA_CONDITIONS) that must also hold for the bug to bite; the config cannot decide them."""
+    fixed_in: Mapping[str, str] = {}
+    """For an advisory: the release of each package that fixes the bug."""
+    workaround: str = ""
 
     @property
     def compiled(self) -> expr.Compiled:
@@ -124,8 +149,14 @@ class Rule(NamedTuple):
 
     @property
     def blocking(self) -> bool:
-        """Whether a finding of this rule stops the backend from being usable."""
-        return self.effect in BLOCKING
+        """Whether a finding of this rule stops the backend from being usable: not when the values decide it."""
+        return self.effect in BLOCKING and not self.data
+
+    @property
+    def advisory(self) -> bool:
+        """A known bug of a kernel that accepts the call (the OSV sense): it says when it was fixed, or what
+        values trigger it, or how to avoid it."""
+        return bool(self.data or self.fixed_in or self.workaround)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (for `rules show --format json` and SARIF)."""
@@ -135,6 +166,8 @@ class Rule(NamedTuple):
             "condition": self.condition_text, "message": self.message, "symptom": self.symptom,
             "fixes": [f.to_dict() for f in self.fixes], "references": list(self.references),
             "evidence": self.evidence, "notes": self.notes, "file": self.file, "line": self.line,
+            "data": [{"name": d, "text": DATA_CONDITIONS[d]} for d in self.data], "fixed_in": dict(self.fixed_in),
+            "workaround": self.workaround,
         }
 
 
@@ -542,12 +575,32 @@ def _rule(table: dict[str, Any], file: str, text: str) -> Rule:
     for placeholder in re.findall(r"{([^{}]*)}", message):
         if placeholder not in expr.VARIABLES:
             raise err(f"message: unknown placeholder {{{placeholder}}}")
+    data = _str_list(table.get("data", []), "data", err)
+    for name in data:
+        if name not in DATA_CONDITIONS:
+            raise err(f"data: unknown data condition {name!r}; known: {', '.join(DATA_CONDITIONS)}")
+    fixed_in = table.get("fixed_in", {})
+    if not isinstance(fixed_in, Mapping) or not all(isinstance(v, str) for v in fixed_in.values()):
+        raise err("fixed_in: expected a table such as { cudnn = '9.26.0' }")
+    for package, version in fixed_in.items():
+        if package not in PACKAGES:
+            raise err(f"fixed_in: unknown package {package!r}; known: {', '.join(PACKAGES)}")
+        try:
+            fixed = parse_version(version, what=f"fixed_in.{package}", strict=True)
+        except UsageError as exc:
+            raise err(str(exc)) from None
+        if package in specs and specs[package].contains(fixed):
+            raise err(f"fixed_in.{package}: {version} lies inside the affected range {specs[package]}")
+    workaround = table.get("workaround", "")
+    if not isinstance(workaround, str):
+        raise err("workaround: expected text")
     return Rule(
         id=ident, title=table["title"].strip(), backends=backends, effect=effect, surfaces=surfaces, when=specs,
         condition_text=table.get("condition") or "", message=message.strip(), symptom=symptom.strip(),
         fixes=fixes, references=references, examples=examples, evidence=evidence,
         notes=str(table.get("notes", "")).strip(), file=file, line=line, predicate=predicate,
         names=frozenset(expr.free_names(predicate)), key_names=tuple(sorted(expr.free_names(predicate))),
+        data=data, fixed_in=dict(fixed_in), workaround=workaround.strip(),
     )
 
 

@@ -7,7 +7,7 @@ from ..engine.gate import GateResult
 from ..words import plural
 from .location import github_file, sources_by_label
 
-MARK = {"supported": "✅", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
+MARK = {"supported": "✅", "known-bug": "⚠️", "outside-rules": "❔", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
         "not-installed": "–"}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO
 
 from .. import __version__
-from ..engine.evaluate import ConfigResult, Finding, Report, Selection, Verdict
+from ..engine.evaluate import OUTSIDE, ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
 from ..engine.rules import FRAMEWORK_LABELS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment
@@ -14,7 +14,9 @@ from .term import Console, Table, Text
 
 MARK = {
     "supported": ("✓", "green", "runs"),
+    "known-bug": ("⚠", "yellow", "runs, known bug"),
     "depends": ("?", "yellow", "depends"),
+    "outside-rules": ("?", "yellow", "outside the rules"),
     "unsupported": ("✗", "red", "refused"),
     "api-mismatch": ("✗", "red", "API mismatch"),
     "wrong-results": ("⚠", "magenta", "WRONG RESULTS"),
@@ -77,6 +79,12 @@ def _finding_line(f: Finding) -> Text:
         line.append(": ")
     line.append(f.message)
     line.append(f"  [{f.id}]", style="dim")
+    if f.data:
+        from ..engine.rules import DATA_CONDITIONS
+
+        line.append("\nat risk if " + " and ".join(DATA_CONDITIONS[d] for d in f.data), style="yellow")
+    if f.workaround:
+        line.append(f"\nworkaround: {f.workaround}", style="green")
     return line
 
 
@@ -89,7 +97,8 @@ def more_conditions(n: int) -> str:
 
 
 def _why(v: Verdict) -> Text:
-    shown = [f for f in v.findings if f.blocking] or [f for f in v.findings if f.effect in ("slow", "info")]
+    shown = [f for f in v.findings if f.blocking or f.at_risk or f.id == OUTSIDE] or \
+        [f for f in v.findings if f.effect in ("slow", "info")]
     text = Text()
     if v.status == "depends" and v.where:
         from ..engine.where import describe_where
@@ -129,6 +138,8 @@ def _selection_text(s: Selection) -> Text:
     text.append(f"{label}: ", style="bold")
     if s.status == "selected":
         text.append(f"runs {s.backend}", style="green")
+        if s.reason:
+            text.append(f" — {s.reason}", style="yellow")
     elif s.status == "fails":
         text.append(f"selects {s.backend}, which FAILS at run time", style="bold red")
         if s.reason:
