@@ -34,11 +34,15 @@ def test_pytorch_196678_is_a_known_bug_of_sdpa_cudnn_at_seqlen_704(cli):
     assert code == 0, "an open data condition does not fail the default gate"
 
 
-@pytest.mark.parametrize("extra", [["--seqlen", "640", "--train"], ["--seqlen", "704", "--infer"],
-                                   ["--seqlen", "704", "--train", "--cudnn", "9.26.0"]])
-def test_not_at_640_nor_in_inference_nor_once_fixed(cli, extra):
+@pytest.mark.parametrize("extra, status", [
+    (["--seqlen", "640", "--train"], "supported"),
+    (["--seqlen", "704", "--infer"], "supported"),
+    # fixed there, but the cuDNN rules are read up to 9.23: nothing else is claimed for 9.26
+    (["--seqlen", "704", "--train", "--cudnn", "9.26.0"], "outside-rules"),
+])
+def test_not_at_640_nor_in_inference_nor_once_fixed(cli, extra, status):
     _, _, v = verdict(cli, *extra)
-    assert v["status"] == "supported" and not [f for f in v["findings"] if f["rule"] == ADVISORY]
+    assert v["status"] == status and not [f for f in v["findings"] if f["rule"] == ADVISORY]
 
 
 def test_text_says_known_bug_at_risk_and_the_workaround(cli):

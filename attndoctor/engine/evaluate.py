@@ -10,7 +10,7 @@ from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment, install_hint, parse_version, place
 from ..errors import UsageError
 from . import expr
-from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Rule, RuleBase
+from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Horizon, Rule, RuleBase
 
 STATUSES = ("supported", "known-bug", "depends", "outside-rules", "unsupported", "api-mismatch", "wrong-results",
             "not-installed")
@@ -374,7 +374,7 @@ class Evaluator:
 
     def findings(self, backend: Backend, config: AttentionConfig, env: Environment,
                  facts: dict[str, Any]) -> list[Finding]:
-        out = list(_builtin_findings(backend, env, facts))
+        out = list(_builtin_findings(backend, env, facts, self.base.horizons))
         values = self._values if self._values_for is facts else None
         for rule in self.base.rules_for(backend.id):
             if rule.id in self.ignore:
@@ -431,7 +431,7 @@ class Evaluator:
     def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment) -> str:
         """The status alone, stopping at the first blocking finding (how fix trials are judged)."""
         facts = self.fact_cache.facts(config, env)
-        builtin = list(_builtin_findings(backend, env, facts))
+        builtin = list(_builtin_findings(backend, env, facts, self.base.horizons))
         if builtin:
             return self.status(backend, builtin)
         live = self._live_rules(env) if self.batch else None
@@ -542,8 +542,9 @@ class Evaluator:
             new_facts = build_facts(*applied)
             if any(self.memo.value(self.base.rule(r.id), new_facts) is not False for r in risks):
                 continue
-            if self.quick_status(backend, *applied) == "supported":
-                plans.append(FixPlan(fixes=_resolved((fix,), facts), result="supported"))
+            result = self.quick_status(backend, *applied)
+            if result in ("supported", "outside-rules"):  # a fix release may be newer than the rules model
+                plans.append(FixPlan(fixes=_resolved((fix,), facts), result=result))
         plans.sort(key=lambda p: sum(FIX_RANK[f.kind] for f in p.fixes))
         return plans
 
@@ -710,8 +711,21 @@ def _finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition:
 BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
 
 
-def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any]) -> Iterable[Finding]:
-    """Facts about the machine itself: a backend's package missing or broken, or no GPU at all."""
+def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
+                      horizons: Sequence[Horizon] = ()) -> Iterable[Finding]:
+    """Facts about the machine itself: a backend's package missing or broken, a version the rules do not model, or no
+    GPU at all."""
+    for horizon in horizons:
+        version = facts.get(horizon.package)
+        if backend.id not in horizon.backends or version is None or version == ABSENT:
+            continue
+        side = horizon.outside(version)
+        if side:
+            label = PACKAGE_LABELS.get(horizon.package, horizon.package)
+            span = f"{horizon.oldest} to {horizon.newest}"
+            yield Finding(OUTSIDE, "info", "dispatch", f"{label} {version} lies outside the releases the rules model",
+                          f"{label} {version} is {side} than every release the rules about {backend.id} were read at "
+                          f"({span}): attndoctor claims nothing for it", "", (), horizon.references, True)
     for package in backend.requires:
         if facts.get(package) == ABSENT:
             label = PACKAGE_LABELS.get(package, package)

@@ -21,7 +21,7 @@ from .evaluate import ConfigResult, Report, Verdict
 from .rules import FRAMEWORK_LABELS
 
 SEVERITY = {"info": 1, "slow": 2, "unsupported": 3, "api-mismatch": 4, "wrong-results": 5}
-MACHINE_FINDINGS = frozenset({"AD-NOT-INSTALLED", "AD-NO-GPU", "AD-IMPORT-FAILS"})
+MACHINE_FINDINGS = frozenset({"AD-NOT-INSTALLED", "AD-NO-GPU", "AD-IMPORT-FAILS", "AD-OUTSIDE-RULES"})
 
 
 class GateCheck(NamedTuple):

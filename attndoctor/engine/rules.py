@@ -204,15 +204,34 @@ class SelectionEntry(NamedTuple):
         return expr.compile_node(self.predicate)
 
 
+class Horizon(NamedTuple):
+    """The releases of one package that the rules about some backends were read at: outside them nothing is claimed."""
+
+    package: str
+    backends: tuple[str, ...]
+    oldest: str
+    newest: str
+    """A release series: '2.14' covers 2.14.x, '2.8.3' covers 2.8.3 and its post-releases."""
+    references: tuple[str, ...]
+
+    def outside(self, version: Version) -> str:
+        """'older' or 'newer' when `version` lies outside the modelled releases, else ''."""
+        if version < parse_version(self.oldest):
+            return "older"
+        newest = parse_version(self.newest).release
+        return "newer" if tuple(version.release[:len(newest)]) > newest else ""
+
+
 class RuleBase:
     """Every rule, backend and selection order, loaded and validated."""
 
     def __init__(self, rules: tuple[Rule, ...], backends: tuple[Backend, ...], selection: tuple[SelectionEntry, ...],
-                 files: tuple[str, ...]) -> None:
+                 files: tuple[str, ...], horizons: tuple[Horizon, ...] = ()) -> None:
         self.rules = rules
         self.backends = backends
         self.selection = selection
         self.files = files
+        self.horizons = horizons
         self._index: dict[str, tuple[Rule, ...]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -316,6 +335,7 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
     """Parse the given files into one validated RuleBase."""
     rules: list[Rule] = []
     backends: list[Backend] = []
+    horizons: list[Horizon] = []
     selection: list[tuple[Path, int, dict[str, Any]]] = []
     names: list[str] = []
     for path in files:
@@ -327,7 +347,7 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
             raise RuleError(f"cannot read ({exc})", file=display) from None
         except ValueError as exc:
             raise RuleError(f"not valid TOML: {exc}", file=display) from None
-        extra = sorted(set(doc) - {"rule", "backend", "selection"})
+        extra = sorted(set(doc) - {"rule", "backend", "selection", "horizon"})
         if extra:
             raise RuleError(f"unknown top-level key {extra[0]!r}; expected [[rule]], [[backend]] or [[selection]]",
                             file=display)
@@ -335,6 +355,8 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
             backends.append(_backend(table, display, text))
         for table in _tables(doc, "rule", display):
             rules.append(_rule(table, display, text))
+        for table in _tables(doc, "horizon", display):
+            horizons.append(_horizon(table, display))
         for table in _tables(doc, "selection", display):
             selection.append((path, 0, {**table, "__file": display, "__text": text}))
     backend_ids = {b.id for b in backends}
@@ -357,7 +379,12 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
                         fixes=tuple(f._replace(value_node=expr.shared(f.value_node, pool)) if f.value_node else f
                                     for f in r.fixes)) for r in rules]
     entries = [e._replace(predicate=expr.shared(e.predicate, pool)) for e in entries]
-    return RuleBase(rules=tuple(rules), backends=tuple(backends), selection=tuple(entries), files=tuple(names))
+    for horizon in horizons:
+        for backend in horizon.backends:
+            if backend_ids and backend not in backend_ids:
+                raise RuleError(f"horizon {horizon.package}: unknown backend {backend!r}")
+    return RuleBase(rules=tuple(rules), backends=tuple(backends), selection=tuple(entries), files=tuple(names),
+                    horizons=tuple(horizons))
 
 
 def _tables(doc: Mapping[str, Any], key: str, file: str) -> list[dict[str, Any]]:
@@ -411,6 +438,32 @@ def _backend(table: dict[str, Any], file: str, text: str) -> Backend:
     return Backend(id=ident, framework=framework, label=str(table.get("label", ident)), requires=requires,
                    select=str(table.get("select", "")), cpu=bool(table.get("cpu", False)),
                    references=_str_list(table.get("references", []), "references", err))
+
+
+def _horizon(table: dict[str, Any], file: str) -> Horizon:
+    package = table.get("package")
+
+    def err(msg: str) -> RuleError:
+        return RuleError(f"horizon {package}: {msg}", file=file)
+
+    extra = sorted(set(table) - {"package", "backends", "oldest", "newest", "references"})
+    if extra:
+        raise err(f"unknown key {extra[0]!r}")
+    if package not in PACKAGES:
+        raise err(f"package: expected one of {', '.join(PACKAGES)}")
+    versions = []
+    for key in ("oldest", "newest"):
+        try:
+            versions.append(parse_version(table.get(key), what=key, strict=True))
+        except UsageError as exc:
+            raise err(str(exc)) from None
+    if versions[0] > versions[1]:
+        raise err("oldest is newer than newest")
+    references = _str_list(table.get("references", []), "references", err)
+    if not references:
+        raise err("references: say which releases the rules were read at")
+    return Horizon(package=package, backends=_str_list(table.get("backends"), "backends", err),
+                   oldest=str(table["oldest"]), newest=str(table["newest"]), references=references)
 
 
 def _predicate(when: Mapping[str, Any], condition: str | None, err: Any) -> tuple[dict[str, VersionRange],

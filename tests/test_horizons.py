@@ -1,0 +1,64 @@
+"""Honest horizons: a version older or newer than the releases the rules were read at is never 'runs'."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attndoctor.engine.rules import build_rulebase
+from attndoctor.errors import RuleError
+
+
+def verdicts(cli, *args):
+    code, out, _ = cli("explain", "--gpu", "H100", "--hdim", "128", "--heads", "16", "--seqlen", "2048",
+                       "--dtype", "bf16", "--train", *args, "--format", "json")
+    return code, {v["backend"]: v for v in json.loads(out)["results"][0]["verdicts"]}
+
+
+def test_torch_before_2_0_has_no_sdpa(cli):
+    _, v = verdicts(cli, "--torch", "1.13.1")
+    for b in ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"):
+        assert v[b]["status"] in ("api-mismatch", "unsupported") and v[b]["supported"] is False
+        assert any(f["rule"] == "SDPA-ALL-TORCH-BEFORE-20" for f in v[b]["findings"])
+
+
+@pytest.mark.parametrize("torch", ["2.0.1", "2.1.2", "2.16.0", "3.0.0"])
+def test_torch_outside_the_modelled_releases_is_outside_the_rules(cli, torch):
+    _, v = verdicts(cli, "--torch", torch, "--cudnn", "9.19.0")
+    for b in ("sdpa-flash", "sdpa-efficient", "sdpa-math"):
+        assert v[b]["status"] == "outside-rules" and v[b]["supported"] is None, (b, v[b]["status"])
+
+
+@pytest.mark.parametrize("torch", ["2.2.0", "2.11.0", "2.14.1"])
+def test_torch_inside_runs(cli, torch):
+    _, v = verdicts(cli, "--torch", torch, "--cudnn", "9.19.0")
+    assert v["sdpa-math"]["status"] == "supported"
+
+
+def test_newer_te_and_post_releases(cli):
+    _, v = verdicts(cli, "--te", "2.21", "--cudnn", "9.19.0", "--flash-attn", "2.8.3")
+    assert {v[b]["status"] for b in ("te-flash", "te-fused", "te-unfused")} == {"outside-rules"}
+    _, v = verdicts(cli, "--flash-attn", "2.8.3.post2", "--torch", "2.11.0")
+    assert v["flash-attn-2"]["status"] == "supported"
+    _, v = verdicts(cli, "--flash-attn", "2.9.0", "--torch", "2.11.0")
+    assert v["flash-attn-2"]["status"] == "outside-rules"
+
+
+def test_outside_the_rules_does_not_fail_the_default_gate_but_require_does(cli):
+    code, _ = verdicts(cli, "--torch", "2.16.0", "--cudnn", "9.19.0")
+    assert code == 0
+    code, _ = verdicts(cli, "--torch", "2.16.0", "--cudnn", "9.19.0", "--require", "sdpa-math")
+    assert code == 1
+
+
+def test_a_horizon_must_name_known_packages_and_sources(tmp_path):
+    path = tmp_path / "h.toml"
+    path.write_text('[[horizon]]\npackage = "pytorch"\nbackends = []\noldest = "2.0"\nnewest = "2.1"\n'
+                    'references = ["x"]\n')
+    with pytest.raises(RuleError, match="package"):
+        build_rulebase([path])
+    path.write_text('[[horizon]]\npackage = "torch"\nbackends = []\noldest = "2.4"\nnewest = "2.1"\n'
+                    'references = ["x"]\n')
+    with pytest.raises(RuleError, match="oldest is newer"):
+        build_rulebase([path])
