@@ -62,3 +62,23 @@ def test_a_horizon_must_name_known_packages_and_sources(tmp_path):
                     'references = ["x"]\n')
     with pytest.raises(RuleError, match="oldest is newer"):
         build_rulebase([path])
+
+
+@pytest.mark.parametrize("gpu, backend, args", [
+    ("T4", "flash-attn-2", []),
+    ("T4", "flash-attn-3", []),
+    ("A100", "flash-attn-3", ["--dtype", "fp8", "--infer"]),
+])
+def test_refused_not_depends_when_no_release_runs_it(cli, gpu, backend, args):
+    code, out, _ = cli("explain", "--gpu", gpu, "--hdim", "128", "--heads", "16", "--seqlen", "2048",
+                       *(args or ["--dtype", "bf16", "--train"]), "--backend", backend, "--format", "json")
+    v = json.loads(out)["results"][0]["verdicts"][0]
+    assert v["status"] == "unsupported" and v["supported"] is False
+    assert v["findings"][0]["rule"] == "AD-NO-RELEASE-RUNS" and gpu in v["findings"][0]["message"]
+
+
+def test_depends_stays_where_releases_differ(cli):
+    code, out, _ = cli("explain", "--gpu", "H100", "--hdim", "192", "--hdim-v", "128", "--heads", "16", "--seqlen",
+                       "2048", "--dtype", "bf16", "--train", "--backend", "te-fused", "--format", "json")
+    v = json.loads(out)["results"][0]["verdicts"][0]
+    assert v["status"] == "depends" and v["runs_where"]

@@ -17,6 +17,7 @@ STATUSES = ("supported", "known-bug", "depends", "outside-rules", "unsupported",
 """known-bug: it runs, and a known bug bites when the data meet its conditions (an advisory at risk); outside-rules:
 a version the rules do not model decides it, so nothing is claimed."""
 OUTSIDE = "AD-OUTSIDE-RULES"
+NO_RELEASE = "AD-NO-RELEASE-RUNS"
 
 
 class Finding(NamedTuple):
@@ -466,6 +467,14 @@ class Evaluator:
             plans = self._advisory_fixes(backend, config, env, [f for f in findings if f.at_risk])
         verdict = Verdict(backend=backend, status=status, findings=tuple(findings),
                           fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
+        if status == "depends" and env.sm is not None:
+            from .where import no_release_runs
+
+            refused = no_release_runs(self, verdict, config, env)
+            if refused is not None:
+                finding = Finding(NO_RELEASE, "unsupported", "dispatch", refused.split(";")[0], refused, "", (),
+                                  ("attndoctor: each modelled release swept",), True)
+                return Verdict(backend=backend, status="unsupported", findings=(finding, *findings))
         if search_fix and status == "depends" and not self.batch:
             from .where import where_it_runs
 

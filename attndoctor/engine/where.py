@@ -76,6 +76,28 @@ def where_it_runs(evaluator: Judge, verdict: Any, config: AttentionConfig,
     return tuple(out)
 
 
+def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env: Environment) -> str | None:
+    """For a `depends` verdict on a known GPU that turns only on one package's version: the sentence saying that no
+    release of it the rules model runs the config, or None when one does (or more than that version is open)."""
+    from ..environment import PACKAGE_LABELS
+
+    backend = verdict.backend
+    axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
+    if not axis or not set(verdict.missing) <= {axis} or not RELEASES.get(axis):
+        return None
+    for version in RELEASES[axis]:
+        trial = env.with_version(axis, version)
+        if axis == "te" and env.versions.get("flash_attn") is None:
+            trial = trial.with_version("flash_attn", flash_attn_for(version))
+        if evaluator.quick_status(backend, config, trial) in ("supported", "depends"):
+            return None
+    label = PACKAGE_LABELS.get(axis, axis)
+    releases = RELEASES[axis]
+    span = releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
+    return (f"no {label} release the rules model ({span}) runs it on {env.gpu} (sm{env.sm}); the conditions below "
+            "refuse it at each one")
+
+
 def describe_where(places: tuple[Where, ...]) -> str:
     """One line: 'runs on H100 SXM: cudnn ≥9.5 · B200: cudnn ≥9.11 · not on A100 80GB, L40S'."""
     runs = [p for p in places if p.text != "✗"]
