@@ -19,6 +19,11 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
                                          "killed and restarted after)."),
            repeats: int = typer.Option(3, "--repeats", help="Timed runs per probe after the checked one (0: none)."),
            seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),
+           stress: bool = typer.Option(False, "--stress", help="Also run each config on inputs built for the data "
+                                       "regimes where accepted calls go wrong (very negative logits, a dominant key, "
+                                       "rows that attend to nothing, fp16 near its top, strided output gradients), "
+                                       "at lengths around the kernels' tiles; judge output and gradients against "
+                                       "float64 and the other backends."),
            config: dict[str, Any], output: dict[str, Any]) -> None:
     """Run each config on each installed backend for real (forward, and backward when training) and show whether
     the rules were right: confirmed or CONTRADICTED, the library's own error, the error against float64, the time."""
@@ -28,10 +33,23 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
 
     if output.get("format", "text") not in ("text", "json") or timeout <= 0 or repeats < 0:
         raise UsageError("verify takes --format text|json, a positive --timeout and --repeats of at least 0")
-    configs, _ = plan(config, {}, default_bundled=True)
+    configs, project = plan(config, {}, default_bundled=True)
     environment = probe()
     device = verify_device(environment)
-    update, close = stderr_progress()
+    update, close = stderr_progress("stress" if stress else "verify")
+    if stress:
+        from ..report.stress_text import write_stress
+        from ..stress import run_stress
+
+        try:
+            found = run_stress(configs, environment, backends=output.get("backend"), timeout=timeout, seed=seed,
+                               record=record, rules_dir=output.get("rules_dir"), progress=update, device=device,
+                               ignore=project.ignore)
+        finally:
+            close()
+        write_stress(found, fmt=output.get("format", "text"), target=output.get("output_file"),
+                     detailed=bool(output.get("details")))
+        raise typer.Exit(1 if found.new else 0)
     try:
         report = run_verify(configs, environment, backends=output.get("backend"), timeout=timeout, repeats=repeats,
                             seed=seed, record=record, rules_dir=output.get("rules_dir"), progress=update,
