@@ -4,6 +4,7 @@
 set -u
 OUT=${OUT:-stress-out}
 . benchmarks/device_env.sh
+OUT=$(cd "$OUT" && pwd)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/timing.txt"
 CASE="--heads 1 --hdim 64 --dtype bf16 --mask arbitrary --train --seed 7"
 BLIND=$(mktemp -d)
@@ -11,7 +12,7 @@ printf 'ignore = [{ rule = "ADV-CUDNN-SM90-BWD-KV64-LSE-NAN", reason = "prove ve
   > "$BLIND/attndoctor.toml"
 for L in 704 640; do
   t=$(ms); (cd "$BLIND" && timeout 200 python3 -m attndoctor verify --stress $CASE --seqlen $L --details \
-    --record "$OLDPWD/$OUT/blind_$L.jsonl") > "$OUT/blind_$L.txt" 2>> "$OUT/stderr.txt"
+    --record "$OUT/blind_$L.jsonl") > "$OUT/blind_$L.txt" 2>> "$OUT/stderr.txt"
   echo "blind L=$L exit $? wall $(( $(ms) - t )) ms" | tee -a "$OUT/timing.txt"
 done
 t=$(ms); timeout 200 python3 -m attndoctor verify --stress $CASE --seqlen 704 --format json \

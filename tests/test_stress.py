@@ -73,3 +73,12 @@ def test_verify_stress_on_the_cpu_end_to_end(cli, monkeypatch, tmp_path):
     assert all(v.get("sdpa-math") for v in doc["conventions"].values())
     code, out, _ = cli(*args)
     assert code == 0 and "verify --stress:" in out and "no backend went wrong" in out
+
+
+def test_the_math_backend_is_no_peer_for_the_fused_kernels():
+    # on ill-conditioned inputs every fused kernel trails the higher-precision math backend alike
+    found, _ = judge({"cudnn-fe": probe("wrong-results", dq=0.08), "sdpa-math": probe(dq=0.001)})
+    assert found == []
+    found, _ = judge({"cudnn-fe": probe("wrong-results", dq=0.5), "sdpa-flash": probe(dq=0.01),
+                      "sdpa-math": probe(dq=0.001)})
+    assert [f[:2] for f in found] == [("cudnn-fe", "apart")]
