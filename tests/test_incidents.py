@@ -167,8 +167,9 @@ def test_001_fused_refused_for_seqlen_not_multiple_of_64(te):
     assert [(f.kind, f.target, f.to) for f in v.fix.fixes] == [("upgrade", "cudnn", "9.0.0")]
     # the padding fix of the rule pads to the next multiple of 64
     assert fix_value("TE-FUSED-SEQ64-CUDNN8", "seqlen_q", ISSUE_1051, env_001(te)) == 16576
-    assert evaluate(dict(ISSUE_1051, seqlen=16576), env_001(te)).verdict("te-fused").status == "supported"
-    assert evaluate(ISSUE_1051, env_001(te, cudnn="9.0.0")).verdict("te-fused").status == "supported"
+    # it runs (an advisory about CUDA-graph replay stays at risk: known-bug is a running verdict)
+    assert evaluate(dict(ISSUE_1051, seqlen=16576), env_001(te)).verdict("te-fused").supported is True
+    assert evaluate(ISSUE_1051, env_001(te, cudnn="9.0.0")).verdict("te-fused").supported is True
     # without CP TE quietly falls back to the unfused backend
     assert (te_selection(r).status, te_selection(r).backend) == ("selected", "te-unfused")
 

@@ -38,10 +38,13 @@ class Finding(NamedTuple):
     data: tuple[str, ...] = ()
     workaround: str = ""
     fixed_in: Mapping[str, str] = MappingProxyType({})
+    advisory: bool = False
 
     @property
     def blocking(self) -> bool:
-        return self.effect in BLOCKING and not self.data
+        """Whether it stops the backend: a known bug only once the facts say it applies, and never while values the
+        config cannot state decide it."""
+        return self.effect in BLOCKING and not self.data and not (self.advisory and self.applies is None)
 
     @property
     def at_risk(self) -> bool:
@@ -451,7 +454,7 @@ class Evaluator:
                 value = fn(facts)
             if value is True:
                 return rule.effect
-            if value is not False:
+            if value is not False and not rule.advisory:
                 unknown = True
         return "depends" if unknown else "supported"
 
@@ -541,21 +544,23 @@ class Evaluator:
 
     def _advisory_fixes(self, backend: Backend, config: AttentionConfig, env: Environment,
                         risks: list[Finding]) -> list[FixPlan]:
-        """The advisories' own fixes that take the config out of every one of them and keep the backend running."""
+        """The advisories' own fixes that take the config out of them and keep the backend running, those that
+        clear the most advisories first."""
         facts = self.fact_cache.facts(config, env)
-        plans = []
+        scored = []
         for fix in dict.fromkeys(f for risk in risks for f in risk.fixes):
             applied = apply_fixes((fix,), config, env, facts)
             if applied is None:
                 continue
             new_facts = build_facts(*applied)
-            if any(self.memo.value(self.base.rule(r.id), new_facts) is not False for r in risks):
+            cleared = sum(self.memo.value(self.base.rule(r.id), new_facts) is False for r in risks)
+            if not cleared:
                 continue
             result = self.quick_status(backend, *applied)
             if result in ("supported", "outside-rules"):  # a fix release may be newer than the rules model
-                plans.append(FixPlan(fixes=_resolved((fix,), facts), result=result))
-        plans.sort(key=lambda p: sum(FIX_RANK[f.kind] for f in p.fixes))
-        return plans
+                scored.append((-cleared, FIX_RANK[fix.kind], FixPlan(fixes=_resolved((fix,), facts), result=result)))
+        scored.sort(key=lambda s: s[:2])
+        return [plan for *_, plan in scored]
 
     def evaluate(self, config: AttentionConfig, env: Environment,
                  backends: Sequence[str] | None = None) -> ConfigResult:
@@ -714,7 +719,8 @@ def _finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition:
                    message=_message(rule, facts) if message is None else message, symptom=rule.symptom,
                    fixes=rule.fixes,
                    references=rule.references, applies=applies, condition=condition, missing=missing,
-                   evidence=rule.evidence, data=rule.data, workaround=rule.workaround, fixed_in=rule.fixed_in)
+                   evidence=rule.evidence, data=rule.data, workaround=rule.workaround, fixed_in=rule.fixed_in,
+                   advisory=rule.advisory)
 
 
 BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
