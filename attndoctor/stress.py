@@ -132,6 +132,19 @@ def judge(results: dict[str, dict[str, Any]]) -> tuple[list[tuple[str, str, str]
     return out, shared
 
 
+def masked_row_conventions(results: dict[str, dict[str, Any]],
+                           frameworks: dict[str, str]) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    """What each backend wrote in rows that attend to nothing, and the PyTorch backends that differ from its math
+    backend there (one framework's kernels should agree on what such a row means)."""
+    seen = {b: str((r.get("details") or {}).get("masked_rows") or "") for b, r in results.items()
+            if r.get("outcome") in ("ok", "wrong-results")}
+    math = seen.get(REFERENCE_GRADE)
+    differ = [(b, "convention", f"writes {written} in rows that attend to nothing; {REFERENCE_GRADE} writes {math}")
+              for b, written in seen.items()
+              if math and written and written != math and frameworks.get(b) == frameworks.get(REFERENCE_GRADE)]
+    return seen, differ
+
+
 def explained_by(evaluator: Any, backend: Any, config: AttentionConfig, env: Environment, regime: str) -> tuple[str, ...]:
     """The advisories (and wrong-results rules) that predict this backend going wrong here."""
     from .engine.evaluate import build_facts
@@ -243,15 +256,10 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
                 wrong, was_shared = judge(results)
                 shared += was_shared
                 if regime == "masked-rows":
-                    seen = {b: str((r.get("details") or {}).get("masked_rows") or "") for b, r in results.items()
-                            if r.get("outcome") in ("ok", "wrong-results")}
+                    seen, differ = masked_row_conventions(results, {b: by_id[b].framework for b in results})
                     if seen:
                         conventions[config.name] = seen
-                    math = seen.get(REFERENCE_GRADE)
-                    for b, written in seen.items():
-                        if math and written and written != math and by_id[b].framework == "pytorch":
-                            wrong.append((b, "convention", f"writes {written} in rows that attend to nothing; "
-                                                           f"sdpa-math writes {math}"))
+                    wrong.extend(differ)
                 for b, kind, detail in wrong:
                     b_env = backend_environment(env, b)
                     known = explained_by(evaluator, by_id[b], config, b_env, regime)
