@@ -294,7 +294,9 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             if text.lower() in ("none", "absent", "no", "-"):
                 env.versions[name] = ABSENT
             else:
-                env.versions[name] = str(parse_version(text, what=f"--{name.replace('_', '-')}", strict=True))
+                parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
+                # a flash-attn 4 beta keeps its number (advisories tell betas apart); other versions read as parsed
+                env.versions[name] = text if name == "flash_attn_4" and parsed.release[:1] == (4,) else str(parsed)
         elif name == "env_vars":
             if not isinstance(value, Mapping):
                 raise UsageError("env_vars: expected NAME=VALUE pairs")
