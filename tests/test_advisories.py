@@ -96,3 +96,13 @@ def test_advisory_fields_are_checked_at_load(tmp_path, extra, words):
     path.write_text(BASE + extra + "\n")
     with pytest.raises(RuleError, match=words):
         build_rulebase([path])
+
+
+def test_at_least_forty_sourced_advisories_each_with_both_examples():
+    from attndoctor.engine.rules import load_rulebase
+
+    advisories = [r for r in load_rulebase().rules if r.advisory]
+    assert len(advisories) >= 40
+    for rule in advisories:
+        assert rule.references and rule.symptom and (rule.workaround or rule.fixes), rule.id
+        assert {e.applies for e in rule.examples} == {True, False}, rule.id
