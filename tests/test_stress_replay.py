@@ -71,3 +71,9 @@ def test_the_blind_run_finds_196678_at_lengths_64_mod_128_only():
 def test_the_cudnn_masked_row_convention_is_still_told_apart():
     found = findings(HERE / "h100_torch2.11_cudnn9.19_blind_640.jsonl")
     assert {(f[2], f[3]) for f in found if f[1] == "masked-rows"} == {("sdpa-cudnn", "convention")}
+
+
+def test_the_decode_run_finds_the_seqlen_q_1_advisory_on_both_cudnn_paths():
+    found = findings(HERE / "h100_torch2.11_cudnn9.19_decode.jsonl")
+    hits = {(f[0].rsplit("@ ", 1)[1], f[2]) for f in found if "ADV-CUDNN-FE-SM90-BWD-SQ1-NEGLSE-DKDV-NAN" in f[4]}
+    assert hits == {("1x1024", "sdpa-cudnn"), ("1x1024", "cudnn-fe"), ("1x960", "sdpa-cudnn"), ("1x960", "cudnn-fe")}
