@@ -14,7 +14,6 @@
     heads = 32
 """
 
-import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -93,25 +92,28 @@ def load_project(path: str | Path | None = None) -> ProjectConfig:
     return _parse(table, str(file), file.parent, _key_lines(text, prefix))
 
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+_HEADER = r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$"
+_KEY = r"^\s*([A-Za-z0-9_-]+)\s*="
+"""Patterns as text: only a run that has a settings file compiles them."""
 
 
 def _key_lines(text: str, prefix: str) -> dict[str, int]:
     """The first line of each top-level setting and of each [[config]] table (`config.1`, `config.2`, ...)."""
+    import re
+
     lines: dict[str, int] = {}
     table = ""
     configs = 0
     config_table = f"{prefix}.config" if prefix else "config"
     for number, line in enumerate(text.splitlines(), 1):
-        header = _HEADER.match(line)
+        header = re.match(_HEADER, line)
         if header:
             table = header.group(1).replace(" ", "").replace('"', "")
             if table == config_table:
                 configs += 1
                 lines[f"config.{configs}"] = number
             continue
-        key = _KEY.match(line)
+        key = re.match(_KEY, line)
         if key and table == prefix:
             name = key.group(1)
             lines.setdefault(name, number)

@@ -16,7 +16,8 @@ from attndoctor.engine.gate_tally import GateTally
 from attndoctor.engine.rules import load_rulebase
 from attndoctor.environment import environment_from_flags
 from attndoctor.report.json_format import render_json
-from attndoctor.report.stream import Progress, write_json
+from attndoctor.progress import Progress
+from attndoctor.report.stream import write_json
 from attndoctor.services import ConfigStream, diagnose_many, diagnose_stream
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
                  require_any: Sequence[Sequence[str]], fail_on: str | None, survey: bool) -> Any:
     """Write --format json (many configs) or jsonl result by result and return the GateResult; for the other
     formats return the collected Report instead."""
-    from ..report.stream import Progress, streams
+    from ..progress import Progress, streams
 
     progress = Progress(run.count)
     run = run._replace(results=progress.wrap(run.results))

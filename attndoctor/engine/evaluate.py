@@ -222,7 +222,7 @@ def env_facts(env: Environment) -> dict[str, Any]:
         facts[package] = ABSENT if value == ABSENT else _version(value, package)
     if env.cudnn_compiled:
         facts["cudnn_compiled"] = _version(env.cudnn_compiled, "cudnn_compiled")
-    beta = BETA.match(str(env.versions.get("flash_attn_4") or ""))
+    beta = re.match(BETA, str(env.versions.get("flash_attn_4") or ""))
     if beta:
         facts["flash_attn_4_beta"] = int(beta.group(1))
     for key, value in env.env_vars.items():
@@ -261,7 +261,7 @@ class _FactCache:
         return {**self.env(env), **c[1]}
 
 
-BETA = re.compile(r"^\s*4\.0\.0(?:\.0)*(?:b|beta)(\d+)")
+BETA = r"^\s*4\.0\.0(?:\.0)*(?:b|beta)(\d+)"
 """flash-attn 4 is published only as 4.0.0 betas; advisories tell them apart by their number."""
 
 

@@ -9,6 +9,7 @@ from .. import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
 from ..environment import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
+from ..progress import COMPACT_OVER
 
 
 def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
@@ -29,7 +30,6 @@ def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
     }
 
 
-COMPACT_OVER = 50
 """Above this many configs the JSON is written compact: the C encoder is 10x faster than the indenting one."""
 
 
