@@ -8,6 +8,7 @@ from typing import Any
 from .. import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
+from ..engine.rules import DATA_CONDITIONS
 from .location import sarif_location, sources_by_label, srcroot_uri
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -48,6 +49,10 @@ def sarif_document(report: Report, gate: GateResult) -> dict[str, Any]:
                 if f.applies is None:
                     level = "note"
                 message = f"{v.backend.id}: {f.message}"
+                if f.at_risk:
+                    level = "warning"
+                    message += f" (known bug, at risk if {' and '.join(DATA_CONDITIONS[d] for d in f.data)}" + \
+                        (f"; workaround: {f.workaround})" if f.workaround else ")")
                 if f.applies is None:
                     message += f" (applies if {f.condition})"
                 if v.fix and f.applies:
@@ -71,7 +76,6 @@ def sarif_document(report: Report, gate: GateResult) -> dict[str, Any]:
                                                     {"name": check.config, "kind": "module"})]})
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "attndoctor", "version": __version__,
-                            "informationUri": "https://pypi.org/project/attndoctor/",
                             "rules": list(rules.values())}},
         "results": results,
         "invocations": [{"executionSuccessful": True, "exitCode": 0 if gate.passed else 1}],
