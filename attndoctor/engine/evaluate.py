@@ -594,8 +594,14 @@ class Evaluator:
         live = self._live_rules(env)
         all_verdicts: dict[str, Verdict] = {}
         for backend in self.base.backends:
-            names, cache = self._shared.get(backend.id) or self._share(backend)
+            names, advisories, cache = self._shared.get(backend.id) or self._share(backend)
             key = tuple(map(facts.get, names))
+            # Advisories read facts (batch, products of lengths) that most configs do not trip over: they join the
+            # key by their value, and by the facts behind their text and fixes only where they may apply.
+            for rule, read in advisories:
+                fn = live.get(rule.id)
+                value = False if fn is None else fn(facts)
+                key += (value,) if value is False else (value, *map(facts.get, read))
             verdict = cache.get(key)
             if verdict is None:
                 values = {}
@@ -613,19 +619,29 @@ class Evaluator:
         return ConfigResult(config=config, all_verdicts=tuple(all_verdicts.values()), selected=selections,
                             shown=tuple(dict.fromkeys(backends)) if backends else None)
 
-    def _share(self, backend: Backend) -> tuple[tuple[str, ...], dict[tuple[Any, ...], Verdict]]:
-        """The config facts a backend's verdict can read: its rules' conditions, messages, fix values and targets."""
-        names: set[str] = {"heads", "kv_heads"}  # with_changes checks them on every fix trial
-        for rule in self.base.rules_for(backend.id):
-            names.update(rule.key_names)
-            names.update(_placeholders(rule.message))
+    def _share(self, backend: Backend) -> tuple[tuple[str, ...], tuple[tuple[Rule, tuple[str, ...]], ...],
+                                               dict[tuple[Any, ...], Verdict]]:
+        """The config facts a backend's verdict can read (its rules' conditions, messages, fix values and targets),
+        and each advisory with the facts it reads."""
+        config_names = set(CONFIG_FACTS) | {"window_left", "window_right", "qkv_format"}
+
+        def read(rule: Rule) -> set[str]:
+            names = set(rule.key_names) | set(_placeholders(rule.message))
             for fix in rule.fixes:
-                if fix.kind == "change":
+                if fix.kind in ("change", "pad"):
                     names.update(PARTNERS.get(fix.target, (fix.target,)))
                     if fix.value_node is not None:
                         names.update(expr.free_names(fix.value_node))
-        config_names = set(CONFIG_FACTS) | {"window_left", "window_right", "qkv_format"}
-        found = self._shared[backend.id] = (tuple(sorted(names & config_names)), {})
+            return names & config_names
+
+        names: set[str] = {"heads", "kv_heads"}  # with_changes checks them on every fix trial
+        advisories = []
+        for rule in self.base.rules_for(backend.id):
+            if rule.advisory:
+                advisories.append((rule, tuple(sorted(read(rule)))))
+            else:
+                names.update(read(rule))
+        found = self._shared[backend.id] = (tuple(sorted(names)), tuple(advisories), {})
         return found
 
     def _shared_select(self, framework: str, verdicts: dict[str, Verdict], facts: dict[str, Any]) -> Selection:

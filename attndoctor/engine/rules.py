@@ -216,10 +216,15 @@ class Horizon(NamedTuple):
 
     def outside(self, version: Version) -> str:
         """'older' or 'newer' when `version` lies outside the modelled releases, else ''."""
-        if version < parse_version(self.oldest):
+        oldest, newest = _bounds(self.oldest, self.newest)
+        if version < oldest:
             return "older"
-        newest = parse_version(self.newest).release
         return "newer" if tuple(version.release[:len(newest)]) > newest else ""
+
+
+@lru_cache(maxsize=64)
+def _bounds(oldest: str, newest: str) -> tuple[Version, tuple[int, ...]]:
+    return parse_version(oldest), parse_version(newest).release
 
 
 class RuleBase:

@@ -85,7 +85,7 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
     axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
     if not axis or not set(verdict.missing) <= {axis} or not RELEASES.get(axis):
         return None
-    for version in RELEASES[axis]:
+    for version in reversed(RELEASES[axis]):  # newest first: where a release runs it, it is most often a recent one
         trial = env.with_version(axis, version)
         if axis == "te" and env.versions.get("flash_attn") is None:
             trial = trial.with_version("flash_attn", flash_attn_for(version))
