@@ -106,3 +106,12 @@ def test_at_least_forty_sourced_advisories_each_with_both_examples():
     for rule in advisories:
         assert rule.references and rule.symptom and (rule.workaround or rule.fixes), rule.id
         assert {e.applies for e in rule.examples} == {True, False}, rule.id
+
+
+def test_the_matrix_tells_a_known_bug_from_wrong_results(cli, tmp_path):
+    path = tmp_path / "many.jsonl"
+    path.write_text("\n".join(json.dumps({"name": f"c{i}", "heads": 1, "hdim": 64, "seqlen": 704, "dtype": "bf16",
+                                           "mask": "arbitrary", "train": True, "batch": 1 + i}) for i in range(8)))
+    code, out, _ = cli("explain", "--gpu", "H100", "--torch", "2.11.0", "--cudnn", "9.19.0", "--config-file",
+                       str(path), "--backend", "sdpa-cudnn", "--backend", "sdpa-math")
+    assert "✓!" in out and "✓! runs, known bug at risk" in out

@@ -66,9 +66,13 @@ def environment_lines(env: Environment) -> list[Text]:
     return lines
 
 
+SHORT_MARK = {"known-bug": "✓!"}
+"""Matrix cells: a known bug at risk still runs, and must not read like wrong results."""
+
+
 def _mark(status: str, short: bool = False) -> Text:
     symbol, style, word = MARK[status]
-    return Text(symbol if short else f"{symbol} {word}", style=style)
+    return Text(SHORT_MARK.get(status, symbol) if short else f"{symbol} {word}", style=style)
 
 
 def _finding_line(f: Finding) -> Text:
@@ -211,7 +215,8 @@ def render_matrix(console: Console, report: Report) -> None:
         console.print(Text("  nothing here can run attention kernels: install torch (pip install torch), or ask "
                            "about another machine with `attndoctor explain --gpu H100 --torch 2.11 ...`",
                            style="yellow"))
-    console.print(Text("  ✓ runs   ✗ refused   ⚠ wrong results   ? depends on a fact not given", style="dim"))
+    console.print(Text("  ✓ runs   ✓! runs, known bug at risk   ✗ refused   ⚠ wrong results   ? depends on a fact not given "
+                       "or outside the rules", style="dim"))
     console.print()
     grouped: dict[tuple[str, str], tuple[Verdict, Finding, list[str]]] = {}
     for r in report.results:
