@@ -386,14 +386,13 @@ class Replay:
 
 def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every JSON line of an observations file."""
+    from ._json import loads_json
+
     out = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        record = loads_json(line, f"{path}:{number}")
         if not isinstance(record, dict):
             raise UsageError(f"{path}:{number}: expected a JSON object")
         out.append((number, record))

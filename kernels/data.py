@@ -97,15 +97,14 @@ def make_case(spec: CaseSpec, device: str | torch.device, seed: int, regime: str
     for i in range(b):
         rows_q[i, : spec.lens_q[i]] = True
         rows_kv[i, : spec.lens_kv[i]] = True
+    within = rows_q.clone() if regime == "masked-rows" else None
     for i in range(b):  # rows whose every key is masked have no defined output
         for start in range(0, sq, 4096):
             stop = min(sq, start + 4096)
             rows_q[i, start:stop] &= allowed_block(case, i, start, stop).any(-1)
     case.q_rows, case.kv_rows = rows_q, rows_kv
-    if regime == "masked-rows":
-        from . import stress
-
-        case.empty_rows = stress.empty_rows(case)
+    if within is not None:
+        case.empty_rows = within & ~rows_q
     with torch.no_grad():
         case.dout.masked_fill_(~rows_q[:, :, None, None], 0)
     return case

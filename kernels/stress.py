@@ -82,22 +82,6 @@ def odd_strides(x: Any) -> Any:
     return x.transpose(-1, -2).contiguous().transpose(-1, -2)
 
 
-def empty_rows(case: Any) -> Any:
-    """(B, Sq) bool: query rows within their sequence whose mask hides every key."""
-    import torch
-
-    from .data import allowed_block
-
-    spec = case.spec
-    out = torch.zeros(spec.batch, spec.seqlen_q, dtype=torch.bool, device=case.device)
-    for b in range(spec.batch):
-        n = spec.lens_q[b]
-        for start in range(0, n, 4096):
-            stop = min(n, start + 4096)
-            out[b, start:stop] = ~allowed_block(case, b, start, stop).any(-1)
-    return out
-
-
 def convention(out: Any, case: Any, rows: Any) -> str:
     """What a kernel writes in rows that attend to nothing: zero, nan, mean-v (uniform over every key), or other."""
     import torch
