@@ -57,6 +57,11 @@ def showable(stream: IO[str]) -> IO[str]:
         return _Transliterated(stream)  # type: ignore[return-value]
 
 
+def reason(exc: OSError) -> str:
+    """Why a write failed, in the words of the system ('no space left on device')."""
+    return (exc.strerror or str(exc)).lower()
+
+
 def _cannot(name: str, target: str, exc: OSError) -> UsageError:
     if isinstance(exc, IsADirectoryError):
         return UsageError(f"{name}: {target} is a folder; give a file path")
@@ -65,8 +70,7 @@ def _cannot(name: str, target: str, exc: OSError) -> UsageError:
         return UsageError(f"{name}: no such folder {folder}; give a path in an existing folder")
     if isinstance(exc, PermissionError):
         return UsageError(f"{name}: cannot write {target} (permission denied); give a writable path")
-    reason = (exc.strerror or str(exc)).lower()
-    return UsageError(f"{name}: cannot write {target} ({reason})")
+    return UsageError(f"{name}: cannot write {target} ({reason(exc)})")
 
 
 def silence_stdout() -> None:
@@ -103,6 +107,5 @@ def output_stream(target: str | None = None, *, what: str = "--output", append: 
     except OSError as exc:
         if not target:
             silence_stdout()
-            reason = (exc.strerror or str(exc)).lower()
-            raise UsageError(f"standard output: cannot write ({reason})") from None
+            raise UsageError(f"standard output: cannot write ({reason(exc)})") from None
         raise _cannot(name, target, exc) from None

@@ -84,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         # took about 25 ms of an `explain` that runs in 140.
         atexit.register(gc.freeze)
     from ..errors import RuleError, UsageError
-    from ..output import for_encoding, showable, silence_stdout
+    from ..output import for_encoding, reason, showable, silence_stdout
+    from .common import fail
 
     sys.stdout, sys.stderr = showable(sys.stdout), showable(sys.stderr)
     click_errors = _usage_error_types()
@@ -93,14 +94,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = build_app(_command_of(args))(args=args, prog_name="attndoctor", standalone_mode=False)
         sys.stdout.flush()
     except click_errors as exc:
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        sys.stderr.write(f"attndoctor: error: {message}\n")
+        fail(exc.format_message() if hasattr(exc, "format_message") else str(exc))
         sys.exit(getattr(exc, "exit_code", 2) or 2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (UsageError, RuleError) as exc:
-        sys.stderr.write(f"attndoctor: error: {exc}\n")
-        sys.exit(2)
+        sys.exit(fail(str(exc)).exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("attndoctor: interrupted\n")
         sys.exit(130)
@@ -110,8 +109,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except OSError as exc:
         # Only writing can fail this late: reading input and probing report their own errors.
         silence_stdout()
-        sys.stderr.write(f"attndoctor: error: standard output: cannot write ({(exc.strerror or str(exc)).lower()})\n")
-        sys.exit(2)
+        sys.exit(fail(f"standard output: cannot write ({reason(exc)})").exit_code)
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
         if os.environ.get("ATTNDOCTOR_TRACEBACK"):
             raise

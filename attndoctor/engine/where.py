@@ -66,14 +66,21 @@ def where_it_runs(evaluator: Judge, verdict: Any, config: AttentionConfig,
         releases = RELEASES.get(axis, ()) if axis else ("",)
         possible = []
         for version in releases:
-            trial = base.with_version(axis, version) if axis else base
-            if axis == "te" and "flash_attn" in held:
-                trial = trial.with_version("flash_attn", flash_attn_for(version))
+            trial = _at_release(base, axis, version, "flash_attn" in held) if axis else base
             if any(evaluator.quick_status(backend, c, trial) in ("supported", "depends") for c in variants):
                 possible.append(version)
         text = ranges_text(possible, releases) if axis else ("✓" if possible else "✗")
         out.append(Where(gpu=base.gpu or gpu, sm=base.sm or 0, swept=axis, versions=tuple(possible), text=text))
     return tuple(out)
+
+
+def _at_release(env: Environment, axis: str, version: str, pair_flash_attn: bool) -> Environment:
+    """The machine at one release of the swept package; a TE release with the newest flash-attn it accepts, where
+    flash-attn was not given, so that the sweep does not trip over TE's own version check."""
+    trial = env.with_version(axis, version)
+    if axis == "te" and pair_flash_attn:
+        trial = trial.with_version("flash_attn", flash_attn_for(version))
+    return trial
 
 
 def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env: Environment) -> str | None:
@@ -86,9 +93,7 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
     if not axis or not set(verdict.missing) <= {axis} or not RELEASES.get(axis):
         return None
     for version in reversed(RELEASES[axis]):  # newest first: where a release runs it, it is most often a recent one
-        trial = env.with_version(axis, version)
-        if axis == "te" and env.versions.get("flash_attn") is None:
-            trial = trial.with_version("flash_attn", flash_attn_for(version))
+        trial = _at_release(env, axis, version, env.versions.get("flash_attn") is None)
         if evaluator.quick_status(backend, config, trial) in ("supported", "depends"):
             return None
     label = PACKAGE_LABELS.get(axis, axis)
