@@ -8,7 +8,6 @@ from typing import IO, Any, Iterable, Iterator
 
 COMPACT_OVER = 50
 """Above this many configs --format json is written compact and result by result (see report/stream.py)."""
-STREAM_FORMATS = ("json", "jsonl")
 
 
 def streams(fmt: str, count: int) -> bool:
