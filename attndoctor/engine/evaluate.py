@@ -348,8 +348,10 @@ class Evaluator:
         self._finding_memo: dict[tuple[Any, ...], Finding] = {}
         self._shared: dict[str, tuple[tuple[str, ...], dict[tuple[Any, ...], Verdict]]] = {}
         self._shared_env: Environment | None = None
-        self._selections: dict[tuple[Any, ...], tuple[tuple[Verdict, ...], Selection]] = {}
+        self._selections: dict[tuple[Any, ...], tuple[tuple[tuple[Any, ...], ...], Selection]] = {}
         self._selection_names: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._builtin: dict[tuple[str, int], tuple[Environment, tuple[Finding, ...]]] = {}
+        self._no_release: dict[tuple[Any, ...], tuple[Environment, str | None]] = {}
 
     def _live_rules(self, env: Environment) -> dict[str, expr.Compiled]:
         """Each rule with this machine's facts already filled in; rules that cannot apply here are left out.
@@ -385,7 +387,7 @@ class Evaluator:
 
     def findings(self, backend: Backend, config: AttentionConfig, env: Environment,
                  facts: dict[str, Any]) -> list[Finding]:
-        out = list(_builtin_findings(backend, env, facts, self.base.horizons))
+        out = list(self._builtin_findings(backend, env, facts))
         values = self._values if self._values_for is facts else None
         for rule in self.base.rules_for(backend.id):
             if rule.id in self.ignore:
@@ -400,6 +402,29 @@ class Evaluator:
         order = {e: i for i, e in enumerate(EFFECTS)}
         out.sort(key=lambda f: (f.applies is not True, order[f.effect]))
         return out
+
+    def _builtin_findings(self, backend: Backend, env: Environment, facts: dict[str, Any]) -> tuple[Finding, ...]:
+        """The machine's own findings for a backend: the same for every config on that machine."""
+        key = (backend.id, id(env))
+        found = self._builtin.get(key)
+        if found is None or found[0] is not env:
+            if len(self._builtin) > SHARED_LIMIT:
+                self._builtin.clear()
+            found = self._builtin[key] = (env, tuple(_builtin_findings(backend, env, facts, self.base.horizons)))
+        return found[1]
+
+    def _no_release_runs(self, verdict: Verdict, config: AttentionConfig, env: Environment) -> str | None:
+        """where.no_release_runs, once per set of open findings: a sweep only fills in facts nobody gave, so a rule
+        that cannot apply now cannot apply at any release, and what the open rules still ask is their condition."""
+        from .where import no_release_runs
+
+        key = (verdict.backend.id, id(env), *((f.id, f.applies, f.condition) for f in verdict.findings))
+        found = self._no_release.get(key)
+        if found is None or found[0] is not env:
+            if len(self._no_release) > SHARED_LIMIT:
+                self._no_release.clear()
+            found = self._no_release[key] = (env, no_release_runs(self, verdict, config, env))
+        return found[1]
 
     def _finding(self, rule: Rule, applies: bool | None, facts: dict[str, Any], condition: str = "",
                  missing: tuple[str, ...] = ()) -> Finding:
@@ -442,7 +467,7 @@ class Evaluator:
     def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment) -> str:
         """The status alone, stopping at the first blocking finding (how fix trials are judged)."""
         facts = self.fact_cache.facts(config, env)
-        builtin = list(_builtin_findings(backend, env, facts, self.base.horizons))
+        builtin = self._builtin_findings(backend, env, facts)
         if builtin:
             return self.status(backend, builtin)
         live = self._live_rules(env) if self.batch else None
@@ -478,9 +503,7 @@ class Evaluator:
         verdict = Verdict(backend=backend, status=status, findings=tuple(findings),
                           fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
         if status == "depends" and env.sm is not None:
-            from .where import no_release_runs
-
-            refused = no_release_runs(self, verdict, config, env)
+            refused = self._no_release_runs(verdict, config, env)
             if refused is not None:
                 finding = Finding(NO_RELEASE, "unsupported", "dispatch", refused.split(";")[0], refused, "", (),
                                   ("attndoctor: each modelled release swept",), True)
@@ -592,6 +615,15 @@ class Evaluator:
             self._selections.clear()
         facts = self.fact_cache.facts(config, env)
         live = self._live_rules(env)
+        values: dict[str, Any] = {}  # each rule once per config, though several backends read it
+
+        def value(rule: Rule) -> Any:
+            found = values.get(rule.id, values)
+            if found is values:
+                fn = live.get(rule.id)
+                found = values[rule.id] = False if fn is None else fn(facts)
+            return found
+
         all_verdicts: dict[str, Verdict] = {}
         for backend in self.base.backends:
             names, advisories, cache = self._shared.get(backend.id) or self._share(backend)
@@ -599,15 +631,12 @@ class Evaluator:
             # Advisories read facts (batch, products of lengths) that most configs do not trip over: they join the
             # key by their value, and by the facts behind their text and fixes only where they may apply.
             for rule, read in advisories:
-                fn = live.get(rule.id)
-                value = False if fn is None else fn(facts)
-                key += (value,) if value is False else (value, *map(facts.get, read))
+                found = value(rule)
+                key += (found,) if found is False else (found, *map(facts.get, read))
             verdict = cache.get(key)
             if verdict is None:
-                values = {}
                 for rule in self.base.rules_for(backend.id):
-                    fn = live.get(rule.id)
-                    values[rule.id] = False if fn is None else fn(facts)
+                    value(rule)
                 self._values_for, self._values = facts, values
                 verdict = self.verdict(backend, config, env, facts=facts)
                 self._values_for = None
@@ -651,15 +680,18 @@ class Evaluator:
             names = self._selection_names[framework] = (
                 tuple(sorted(set().union(*(expr.free_names(e.predicate) for e in entries)))),
                 tuple(dict.fromkeys(b for e in entries for b in e.order if b in verdicts)))
-        ordered = tuple(verdicts[b] for b in names[1])
-        key = (framework, *map(id, ordered), *map(facts.get, names[0]))
+        # A framework's walk reads each verdict's status and the findings that block it or put it at risk (shared
+        # objects), not its fixes: verdicts that differ in those alone share a selection.
+        read = tuple((v.status, *(f for f in v.findings if f.at_risk or (f.applies is True and f.blocking)))
+                     for v in (verdicts[b] for b in names[1]))
+        key = (framework, *(tuple(map(id, r)) for r in read), *map(facts.get, names[0]))
         found = self._selections.get(key)
-        if found is not None and all(a is b for a, b in zip(found[0], ordered)):
+        if found is not None and all(a is b for x, y in zip(found[0], read) for a, b in zip(x[1:], y[1:])):
             return found[1]
         selection = self.select(framework, verdicts, facts)
         if len(self._selections) >= SHARED_LIMIT:
             self._selections.clear()
-        self._selections[key] = (ordered, selection)
+        self._selections[key] = (read, selection)
         return selection
 
     def frameworks(self) -> list[str]:

@@ -74,7 +74,20 @@ def json_piece(tally: GateTally) -> Callable[[ConfigResult], Piece]:
 
 def jsonl_piece(tally: GateTally) -> Callable[[ConfigResult], Piece]:
     """One line of --format jsonl."""
-    verdict = _Texts(lambda v: _dumps(jsonl_verdict(v)))
+    by_value: dict[tuple[Any, ...], str] = {}
+
+    def verdict_text(v: Verdict) -> str:
+        # A jsonl verdict names only ids, the status and the fix: verdicts that differ in their texts alone share it.
+        key = (v.backend.id, v.status, v.fix, *(f.id for f in v.findings if f.blocking and f.applies is True), "",
+               *v.missing)
+        text = by_value.get(key)
+        if text is None:
+            if len(by_value) >= KEPT * 8:
+                by_value.clear()
+            text = by_value[key] = _dumps(jsonl_verdict(v))
+        return text
+
+    verdict = _Texts(verdict_text)
     selection = _Texts(lambda s: _dumps(jsonl_selection(s)))
 
     def piece(result: ConfigResult) -> Piece:
