@@ -48,3 +48,49 @@ def test_te_fused_gate_by_release(te, config, gpu, runs):
     v = verdict(config, te_env(te, gpu), "te-fused")
     assert (v.supported is True) is runs, (v.status, applied(v))
     assert (v.supported is False) is (not runs), (v.status, applied(v))
+
+
+# ---------------------------------------------------------------- post-releases and local labels of flash-attn 2
+
+def fa_env(te: str, fa: str) -> dict:
+    return {"gpu": "A100 80GB", "te": te, "flash_attn": fa, "flash_attn_3": "none", "flash_attn_4": "none",
+            "cudnn": "9.10.2", "torch": "2.8.0"}
+
+
+@pytest.mark.parametrize(("te", "fa", "accepted"), [
+    ("2.5", "2.7.4.post1", True),            # max_version = PkgVersion("2.7.4.post1"), compared with <=
+    ("2.1", "2.7.4.post1", True),
+    ("2.5", "2.7.4.post1+cu12torch2.6", False),  # no .public before 2.15: the local label sorts above the max
+    ("2.12", "2.8.3", True),
+    ("2.12", "2.8.3.post2", False),          # <= 2.8.3
+    ("2.12", "2.8.3+cu128", False),
+    ("2.15", "2.8.3+cu128", True),           # 2.15-2.18 strip the local label
+    ("2.18", "2.8.3.post1", False),
+    ("2.19", "2.8.3.post2", True),           # < 2.8.4
+    ("2.19", "2.8.3+cu128", True),
+    ("2.19", "2.8.4", False),
+])
+def test_te_flash_attn_range_keeps_post_releases(te, fa, accepted):
+    v = verdict(dict(BASE, mask="causal"), fa_env(te, fa), "te-flash")
+    assert ("TE-FLASH-FA2-VERSION-RANGE" in applied(v)) is (not accepted), (v.status, applied(v))
+
+
+@pytest.mark.parametrize(("te", "fa", "fires"), [
+    ("2.12", "2.8.3.post2", True), ("2.12", "2.8.3", False), ("2.19", "2.8.3.post2", False)])
+def test_post_release_note_fires_for_the_post_wheels(te, fa, fires):
+    v = verdict(dict(BASE, mask="causal"), fa_env(te, fa), "te-flash")
+    assert ("TE-FLASH-FA2-POST-RELEASE" in applied(v)) is fires
+
+
+def test_explain_keeps_the_local_label_of_flash_attn(cli):
+    args = ("explain", "--gpu", "A100", "--te", "2.12", "--flash-attn-3", "none", "--flash-attn-4", "none",
+            "--hdim", "128", "--heads", "16", "--seqlen", "4096", "--dtype", "bf16", "--train", "--format", "json")
+    import json
+    code, out, _ = cli(*args, "--flash-attn", "2.8.3+cu128")
+    report = json.loads(out)
+    assert report["environment"]["versions"]["flash_attn"] == "2.8.3+cu128"
+    te_flash = next(v for v in report["results"][0]["verdicts"] if v["backend"] == "te-flash")
+    assert te_flash["supported"] is False and "TE-FLASH-FA2-VERSION-RANGE" in out
+    _, out, _ = cli(*args, "--flash-attn", "2.8.3")
+    te_flash = next(v for v in json.loads(out)["results"][0]["verdicts"] if v["backend"] == "te-flash")
+    assert te_flash["supported"] is True
