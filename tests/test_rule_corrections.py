@@ -94,3 +94,27 @@ def test_explain_keeps_the_local_label_of_flash_attn(cli):
     _, out, _ = cli(*args, "--flash-attn", "2.8.3")
     te_flash = next(v for v in json.loads(out)["results"][0]["verdicts"] if v["backend"] == "te-flash")
     assert te_flash["supported"] is True
+
+
+# ---------------------------------------------------------------- TE 2.19: flash-attn 4 below sm90 and d 512/512 on SM100/110
+
+def fa4_env(te: str, gpu: str) -> dict:
+    return {"gpu": gpu, "te": te, "flash_attn": "none", "flash_attn_3": "none", "flash_attn_4": "4.0.0b11",
+            "cudnn": "9.19.0", "torch": "2.11.0"}
+
+
+def test_te_219_drops_flash_attn_4_below_sm90():
+    old = verdict(dict(BASE, mask="causal"), fa4_env("2.18", "A100 80GB"), "te-flash")
+    assert "TE-FLASH-FA4-SM8X-BACKWARD" in applied(old)
+    new = verdict(dict(BASE, mask="causal"), fa4_env("2.19", "A100 80GB"), "te-flash")
+    assert new.supported is False and "TE-FLASH-FA4-SM8X-BACKWARD" not in applied(new)
+    assert "TE-FLASH-NO-FLASH-ATTN" in applied(new), applied(new)
+    assert verdict(dict(BASE, mask="causal"), fa4_env("2.19", "B200"), "te-flash").supported is True
+
+
+def test_te_219_refuses_flash_attn_4_for_512_512_on_blackwell():
+    cfg = dict(BASE, hdim=512, train=False, mask="causal")
+    assert "TE-FLASH-FA4-ONLY-REFUSES" in applied(verdict(cfg, fa4_env("2.19", "B200"), "te-flash"))
+    assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(cfg, fa4_env("2.18", "B200"), "te-flash"))
+    mla = dict(cfg, hdim=64, hdim_v=512)
+    assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(mla, fa4_env("2.19", "B200"), "te-flash"))
