@@ -118,3 +118,19 @@ def test_te_219_refuses_flash_attn_4_for_512_512_on_blackwell():
     assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(cfg, fa4_env("2.18", "B200"), "te-flash"))
     mla = dict(cfg, hdim=64, hdim_v=512)
     assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(mla, fa4_env("2.19", "B200"), "te-flash"))
+
+
+# ---------------------------------------------------------------- flash-attn 2.7.3+ hdim > 192 with dropout on sm86/sm89
+
+@pytest.mark.parametrize(("fa", "gpu", "status"), [
+    ("2.7.2.post1", "RTX 3090", "unsupported"),   # the TORCH_CHECK is still there
+    ("2.7.3", "RTX 3090", "wrong-results"),       # check gone, launcher calls nothing
+    ("2.8.3.post1", "RTX 4090", "wrong-results"),
+    ("2.8.3.post1", "A100", "supported"),         # 144 KB of shared memory: the A100 kernel runs
+])
+def test_flash_attn_hdim256_dropout_backward_on_99kb_gpus(fa, gpu, status):
+    cfg = dict(hdim=256, heads=8, seqlen=2048, dtype="bf16", train=True, dropout=0.1)
+    v = verdict(cfg, {"gpu": gpu, "flash_attn": fa, "torch": "2.8.0"}, "flash-attn-2")
+    assert v.status == status, (v.status, applied(v))
+    assert verdict(dict(cfg, dropout=0.0), {"gpu": gpu, "flash_attn": fa, "torch": "2.8.0"},
+                   "flash-attn-2").supported is True
