@@ -134,3 +134,25 @@ def test_flash_attn_hdim256_dropout_backward_on_99kb_gpus(fa, gpu, status):
     assert v.status == status, (v.status, applied(v))
     assert verdict(dict(cfg, dropout=0.0), {"gpu": gpu, "flash_attn": fa, "torch": "2.8.0"},
                    "flash-attn-2").supported is True
+
+
+# ---------------------------------------------------------------- SDPA math on jagged (thd) inputs with is_causal
+
+@pytest.mark.parametrize(("torch", "mask", "refused"), [
+    ("2.6.0", "padding-causal", True),   # the jagged math check predates 2.11, where it was first observed
+    ("2.4.1", "causal", True),
+    ("2.6.0", "padding", False),         # the offsets are the padding: no mask tensor, math runs
+])
+def test_sdpa_math_refuses_jagged_causal_before_211(torch, mask, refused):
+    cfg = dict(hdim=128, heads=8, seqlen=512, dtype="bf16", mask=mask, layout="thd", train=False)
+    v = verdict(cfg, {"gpu": "H100", "torch": torch}, "sdpa-math")
+    assert ("SDPA-MATH-THD-CAUSAL" in applied(v)) is refused, applied(v)
+
+
+def test_explain_says_what_a_jagged_padding_causal_batch_should_pass(cli):
+    code, out, _ = cli("explain", "--gpu", "H100", "--torch", "2.6.0", "--hdim", "128", "--heads", "8",
+                       "--seqlen", "512", "--dtype", "bf16", "--infer", "--layout", "thd", "--mask", "padding-causal",
+                       "--require", "sdpa-math")
+    assert code == 1
+    flat = " ".join(out.split())
+    assert "offsets" in flat and "attn_mask" in flat, out
