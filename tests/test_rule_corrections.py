@@ -156,3 +156,18 @@ def test_explain_says_what_a_jagged_padding_causal_batch_should_pass(cli):
     assert code == 1
     flat = " ".join(out.split())
     assert "offsets" in flat and "attn_mask" in flat, out
+
+
+# ---------------------------------------------------------------- rules resting on wheel strings alone say so
+
+def test_a_rule_read_only_from_wheel_strings_is_marked_inferred():
+    import re
+    loose = []
+    for rule in load_rulebase().rules:
+        refs = list(rule.references)
+        if not any("wheel strings" in r for r in refs):
+            continue
+        sourced = [r for r in refs if "wheel strings" not in r and re.search(r"@[0-9a-fv]|observed", r)]
+        if not sourced and rule.evidence != "inferred":
+            loose.append(rule.id)
+    assert not loose, loose
