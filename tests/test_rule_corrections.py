@@ -171,3 +171,9 @@ def test_a_rule_read_only_from_wheel_strings_is_marked_inferred():
         if not sourced and rule.evidence != "inferred":
             loose.append(rule.id)
     assert not loose, loose
+
+
+@pytest.mark.parametrize(("te", "gpu", "runs"), [("1.2", "A100", False), ("1.7", "A100", True), ("1.2", "H100", True)])
+def test_te_12_to_16_post_scale_bias_only_on_sm90_even_with_cudnn9(te, gpu, runs):
+    v = verdict(dict(BASE, mask="causal", bias="post-scale"), te_env(te, gpu, cudnn="9.0.0"), "te-fused")
+    assert (v.supported is True) is runs, (v.status, applied(v))
