@@ -296,7 +296,9 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             else:
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
                 # a flash-attn 4 beta keeps its number (advisories tell betas apart); other versions read as parsed
-                env.versions[name] = text if name == "flash_attn_4" and parsed.release[:1] == (4,) else str(parsed)
+                # and flash-attn 2 its local label (TransformerEngine compares 2.8.3+cu128 as above 2.8.3)
+                keep = (name == "flash_attn_4" and parsed.release[:1] == (4,)) or (name == "flash_attn" and "+" in text)
+                env.versions[name] = text if keep else str(parsed)
         elif name == "env_vars":
             if not isinstance(value, Mapping):
                 raise UsageError("env_vars: expected NAME=VALUE pairs")

@@ -79,7 +79,8 @@ def test_a_selected_backend_that_fails_at_run_time_fails_at_every_level(cli, fai
 
 @pytest.mark.parametrize("fail_on, code", [(None, 0), ("info", 1), ("slow", 0), ("wrong-results", 0)])
 def test_fail_on_threshold_semantics(cli, fail_on, code):
-    # TE 2.12 selects te-flash on an A100, which carries an 'info' finding (TE-FLASH-FA2-POST-RELEASE).
-    args = ["explain", "--hdim", "128", "--seqlen", "2048", "--heads", "16", "--dtype", "bf16", "--train",
-            "--gpu", "A100", "--te", "2.12", "--cudnn", "9.19.0", "--flash-attn", "2.8.3", "--torch", "2.11.0"]
+    # flash-attn-4 4.0.0b27 on a B200 runs the required backend with an 'info' finding (FA4-BETA-VERSIONS).
+    args = ["explain", "--hdim", "128", "--seqlen", "2048", "--heads", "16", "--dtype", "bf16", "--infer",
+            "--gpu", "B200", "--flash-attn-4", "4.0.0b27", "--torch", "2.11.0", "--cudnn", "9.19.0",
+            "--require", "flash-attn-4"]
     assert cli(*args, *(["--fail-on", fail_on] if fail_on else []))[0] == code

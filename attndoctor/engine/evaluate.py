@@ -222,6 +222,9 @@ def env_facts(env: Environment) -> dict[str, Any]:
         facts[package] = ABSENT if value == ABSENT else _version(value, package)
     if env.cudnn_compiled:
         facts["cudnn_compiled"] = _version(env.cudnn_compiled, "cudnn_compiled")
+    fa2 = env.versions.get("flash_attn")
+    if fa2 is not None and fa2 != ABSENT:
+        facts["flash_attn_local"] = "+" in str(fa2)
     beta = re.match(BETA, str(env.versions.get("flash_attn_4") or ""))
     if beta:
         facts["flash_attn_4_beta"] = int(beta.group(1))

@@ -73,6 +73,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     "gpu": (STR, None, "GPU name"),
     "cudnn_compiled": (VER, None, "cuDNN version torch was compiled against"),
     "flash_attn_4_beta": (INT, None, "which flash-attn 4 beta (4.0.0b27 is 27): versions read every beta as 4.0.0"),
+    "flash_attn_local": (BOOL, None, "the flash-attn version carries a local label (2.8.3+cu128): versions drop it"),
     **{p: (VER, None, f"{p} version") for p in PACKAGES},
 }
 CONFIG_VARIABLES = frozenset((

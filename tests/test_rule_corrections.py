@@ -1,0 +1,179 @@
+"""Corrected rules, each pinned by a case where the corrected fact applies and one where it does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from attndoctor.config import make_config
+from attndoctor.engine.evaluate import Evaluator
+from attndoctor.engine.rules import load_rulebase
+from attndoctor.environment import environment_from_flags
+
+EV = Evaluator(load_rulebase())
+BASE = dict(hdim=128, heads=16, seqlen=4096, dtype="bf16", train=True)
+
+
+def verdict(config: dict, env: dict, backend: str):
+    return EV.evaluate(make_config(config), environment_from_flags(env)).verdict(backend)
+
+
+def applied(v) -> set[str]:
+    return {f.id for f in v.findings if f.applies is True}
+
+
+def te_env(te: str, gpu: str = "A100", cudnn: str = "8.9.7") -> dict:
+    return {"gpu": gpu, "te": te, "cudnn": cudnn, "flash_attn": "2.3.3", "torch": "2.2.0"}
+
+
+# ---------------------------------------------------------------- TE 1.0 / 1.1 / 1.2 fused-attention gates
+
+@pytest.mark.parametrize(("te", "config", "gpu", "runs"), [
+    # 1.2 takes any head dim <= 128 that is a multiple of 8, no mask, padding, GQA (cuDNN >= 8.9.7), bias on sm90
+    ("1.2", dict(BASE, hdim=96, mask="none"), "A100", True),
+    ("1.2", dict(BASE, mask="padding"), "A100", True),
+    ("1.2", dict(BASE, heads=32, kv_heads=8, mask="causal"), "H100", True),
+    ("1.2", dict(BASE, mask="causal", bias="post-scale"), "H100", True),
+    ("1.2", dict(BASE, hdim=256, mask="causal"), "H100", False),
+    ("1.2", dict(BASE, seqlen=1000, mask="causal"), "H100", False),
+    # 1.1: the arbitrary-seqlen path only for a packed bs3hd/sb3hd buffer; padding and GQA off in Python
+    ("1.1", dict(BASE, mask="causal", layout="bs3hd"), "A100", True),
+    ("1.1", dict(BASE, mask="causal", layout="bshd_bshd_bshd"), "A100", False),
+    ("1.1", dict(BASE, mask="padding-causal", layout="bs3hd"), "A100", False),
+    # 1.0: causal, d 64/128, no bias, MHA
+    ("1.0", dict(BASE, mask="causal"), "A100", True),
+    ("1.0", dict(BASE, mask="none"), "A100", False),
+    ("1.0", dict(BASE, heads=32, kv_heads=8, mask="causal"), "A100", False),
+])
+def test_te_fused_gate_by_release(te, config, gpu, runs):
+    v = verdict(config, te_env(te, gpu), "te-fused")
+    assert (v.supported is True) is runs, (v.status, applied(v))
+    assert (v.supported is False) is (not runs), (v.status, applied(v))
+
+
+# ---------------------------------------------------------------- post-releases and local labels of flash-attn 2
+
+def fa_env(te: str, fa: str) -> dict:
+    return {"gpu": "A100 80GB", "te": te, "flash_attn": fa, "flash_attn_3": "none", "flash_attn_4": "none",
+            "cudnn": "9.10.2", "torch": "2.8.0"}
+
+
+@pytest.mark.parametrize(("te", "fa", "accepted"), [
+    ("2.5", "2.7.4.post1", True),            # max_version = PkgVersion("2.7.4.post1"), compared with <=
+    ("2.1", "2.7.4.post1", True),
+    ("2.5", "2.7.4.post1+cu12torch2.6", False),  # no .public before 2.15: the local label sorts above the max
+    ("2.12", "2.8.3", True),
+    ("2.12", "2.8.3.post2", False),          # <= 2.8.3
+    ("2.12", "2.8.3+cu128", False),
+    ("2.15", "2.8.3+cu128", True),           # 2.15-2.18 strip the local label
+    ("2.18", "2.8.3.post1", False),
+    ("2.19", "2.8.3.post2", True),           # < 2.8.4
+    ("2.19", "2.8.3+cu128", True),
+    ("2.19", "2.8.4", False),
+])
+def test_te_flash_attn_range_keeps_post_releases(te, fa, accepted):
+    v = verdict(dict(BASE, mask="causal"), fa_env(te, fa), "te-flash")
+    assert ("TE-FLASH-FA2-VERSION-RANGE" in applied(v)) is (not accepted), (v.status, applied(v))
+
+
+@pytest.mark.parametrize(("te", "fa", "fires"), [
+    ("2.12", "2.8.3.post2", True), ("2.12", "2.8.3", False), ("2.19", "2.8.3.post2", False)])
+def test_post_release_note_fires_for_the_post_wheels(te, fa, fires):
+    v = verdict(dict(BASE, mask="causal"), fa_env(te, fa), "te-flash")
+    assert ("TE-FLASH-FA2-POST-RELEASE" in applied(v)) is fires
+
+
+def test_explain_keeps_the_local_label_of_flash_attn(cli):
+    args = ("explain", "--gpu", "A100", "--te", "2.12", "--flash-attn-3", "none", "--flash-attn-4", "none",
+            "--hdim", "128", "--heads", "16", "--seqlen", "4096", "--dtype", "bf16", "--train", "--format", "json")
+    import json
+    code, out, _ = cli(*args, "--flash-attn", "2.8.3+cu128")
+    report = json.loads(out)
+    assert report["environment"]["versions"]["flash_attn"] == "2.8.3+cu128"
+    te_flash = next(v for v in report["results"][0]["verdicts"] if v["backend"] == "te-flash")
+    assert te_flash["supported"] is False and "TE-FLASH-FA2-VERSION-RANGE" in out
+    _, out, _ = cli(*args, "--flash-attn", "2.8.3")
+    te_flash = next(v for v in json.loads(out)["results"][0]["verdicts"] if v["backend"] == "te-flash")
+    assert te_flash["supported"] is True
+
+
+# ---------------------------------------------------------------- TE 2.19: flash-attn 4 below sm90 and d 512/512 on SM100/110
+
+def fa4_env(te: str, gpu: str) -> dict:
+    return {"gpu": gpu, "te": te, "flash_attn": "none", "flash_attn_3": "none", "flash_attn_4": "4.0.0b11",
+            "cudnn": "9.19.0", "torch": "2.11.0"}
+
+
+def test_te_219_drops_flash_attn_4_below_sm90():
+    old = verdict(dict(BASE, mask="causal"), fa4_env("2.18", "A100 80GB"), "te-flash")
+    assert "TE-FLASH-FA4-SM8X-BACKWARD" in applied(old)
+    new = verdict(dict(BASE, mask="causal"), fa4_env("2.19", "A100 80GB"), "te-flash")
+    assert new.supported is False and "TE-FLASH-FA4-SM8X-BACKWARD" not in applied(new)
+    assert "TE-FLASH-NO-FLASH-ATTN" in applied(new), applied(new)
+    assert verdict(dict(BASE, mask="causal"), fa4_env("2.19", "B200"), "te-flash").supported is True
+
+
+def test_te_219_refuses_flash_attn_4_for_512_512_on_blackwell():
+    cfg = dict(BASE, hdim=512, train=False, mask="causal")
+    assert "TE-FLASH-FA4-ONLY-REFUSES" in applied(verdict(cfg, fa4_env("2.19", "B200"), "te-flash"))
+    assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(cfg, fa4_env("2.18", "B200"), "te-flash"))
+    mla = dict(cfg, hdim=64, hdim_v=512)
+    assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(mla, fa4_env("2.19", "B200"), "te-flash"))
+
+
+# ---------------------------------------------------------------- flash-attn 2.7.3+ hdim > 192 with dropout on sm86/sm89
+
+@pytest.mark.parametrize(("fa", "gpu", "status"), [
+    ("2.7.2.post1", "RTX 3090", "unsupported"),   # the TORCH_CHECK is still there
+    ("2.7.3", "RTX 3090", "wrong-results"),       # check gone, launcher calls nothing
+    ("2.8.3.post1", "RTX 4090", "wrong-results"),
+    ("2.8.3.post1", "A100", "supported"),         # 144 KB of shared memory: the A100 kernel runs
+])
+def test_flash_attn_hdim256_dropout_backward_on_99kb_gpus(fa, gpu, status):
+    cfg = dict(hdim=256, heads=8, seqlen=2048, dtype="bf16", train=True, dropout=0.1)
+    v = verdict(cfg, {"gpu": gpu, "flash_attn": fa, "torch": "2.8.0"}, "flash-attn-2")
+    assert v.status == status, (v.status, applied(v))
+    assert verdict(dict(cfg, dropout=0.0), {"gpu": gpu, "flash_attn": fa, "torch": "2.8.0"},
+                   "flash-attn-2").supported is True
+
+
+# ---------------------------------------------------------------- SDPA math on jagged (thd) inputs with is_causal
+
+@pytest.mark.parametrize(("torch", "mask", "refused"), [
+    ("2.6.0", "padding-causal", True),   # the jagged math check predates 2.11, where it was first observed
+    ("2.4.1", "causal", True),
+    ("2.6.0", "padding", False),         # the offsets are the padding: no mask tensor, math runs
+])
+def test_sdpa_math_refuses_jagged_causal_before_211(torch, mask, refused):
+    cfg = dict(hdim=128, heads=8, seqlen=512, dtype="bf16", mask=mask, layout="thd", train=False)
+    v = verdict(cfg, {"gpu": "H100", "torch": torch}, "sdpa-math")
+    assert ("SDPA-MATH-THD-CAUSAL" in applied(v)) is refused, applied(v)
+
+
+def test_explain_says_what_a_jagged_padding_causal_batch_should_pass(cli):
+    code, out, _ = cli("explain", "--gpu", "H100", "--torch", "2.6.0", "--hdim", "128", "--heads", "8",
+                       "--seqlen", "512", "--dtype", "bf16", "--infer", "--layout", "thd", "--mask", "padding-causal",
+                       "--require", "sdpa-math")
+    assert code == 1
+    flat = " ".join(out.split())
+    assert "offsets" in flat and "attn_mask" in flat, out
+
+
+# ---------------------------------------------------------------- rules resting on wheel strings alone say so
+
+def test_a_rule_read_only_from_wheel_strings_is_marked_inferred():
+    import re
+    loose = []
+    for rule in load_rulebase().rules:
+        refs = list(rule.references)
+        if not any("wheel strings" in r for r in refs):
+            continue
+        sourced = [r for r in refs if "wheel strings" not in r and re.search(r"@[0-9a-fv]|observed", r)]
+        if not sourced and rule.evidence != "inferred":
+            loose.append(rule.id)
+    assert not loose, loose
+
+
+@pytest.mark.parametrize(("te", "gpu", "runs"), [("1.2", "A100", False), ("1.7", "A100", True), ("1.2", "H100", True)])
+def test_te_12_to_16_post_scale_bias_only_on_sm90_even_with_cudnn9(te, gpu, runs):
+    v = verdict(dict(BASE, mask="causal", bias="post-scale"), te_env(te, gpu, cudnn="9.0.0"), "te-fused")
+    assert (v.supported is True) is runs, (v.status, applied(v))
