@@ -30,6 +30,12 @@ TE_LAYOUTS = (
 )
 LAYOUTS = QKV_FORMATS + TE_LAYOUTS
 CP_COMMS = ("p2p", "a2a", "all_gather", "a2a+p2p")
+FP8_RECIPES = ("none", "delayed", "current", "mxfp8", "block", "nvfp4")
+"""TransformerEngine's FP8 recipe for attention (fp8_autocast with fp8_dpa=True): none, DelayedScaling,
+Float8CurrentScaling, MXFP8BlockScaling, Float8BlockScaling, NVFP4BlockScaling."""
+SDPA_FLASH_IMPLS = ("fa2", "fa3", "fa4")
+"""Which FlashAttention SDPA's flash backend runs: fa2 (built into torch) unless
+torch.nn.attention.activate_flash_attention_impl('FA3'/'FA4') replaced it."""
 
 LIMITS = {
     "batch": 10_000_000,
@@ -66,6 +72,8 @@ class AttentionConfig(NamedTuple):
     deterministic: bool = False
     paged_kv: bool = False
     qkv_fused: bool = False
+    fp8_recipe: str = "none"
+    sdpa_flash_impl: str = "fa2"
     name: str = ""
     origin: Mapping[str, str] | None = None
     """Where each field came from (model configs); not part of the config's identity."""
@@ -140,6 +148,10 @@ class AttentionConfig(NamedTuple):
             desc += " deterministic"
         if self.paged_kv:
             desc += " paged-kv"
+        if self.fp8_recipe != "none":
+            desc += f" fp8-recipe={self.fp8_recipe}"
+        if self.sdpa_flash_impl != "fa2":
+            desc += f" sdpa-flash={self.sdpa_flash_impl}"
         return f"{parts[0]}: {desc}" if parts else desc
 
 
@@ -307,6 +319,12 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
         out["layout"] = _choice("layout", data["layout"], LAYOUTS)
     if "cp_comm" in data:
         out["cp_comm"] = _choice("cp_comm", data["cp_comm"], CP_COMMS)
+    if "fp8_recipe" in data:
+        out["fp8_recipe"] = _choice("fp8_recipe", data["fp8_recipe"], FP8_RECIPES,
+                                    {"fp8-delayed": "delayed", "current-scaling": "current", "block-scaling": "block"})
+    if "sdpa_flash_impl" in data:
+        out["sdpa_flash_impl"] = _choice("sdpa_flash_impl", data["sdpa_flash_impl"], SDPA_FLASH_IMPLS,
+                                         {"FA2": "fa2", "FA3": "fa3", "FA4": "fa4"})
     if "window" in data:
         out["window"] = parse_window(data["window"])
     if "dropout" in data:

@@ -27,6 +27,9 @@ CONFIG_OPTIONS: list[tuple[str, str, str]] = [
     ("layout", "--layout", "bshd | sbhd | thd | bhsd, or a TransformerEngine qkv layout."),
     ("cp", "--cp", "Context-parallel size."),
     ("cp_comm", "--cp-comm", "p2p | a2a | all_gather | a2a+p2p."),
+    ("fp8_recipe", "--fp8-recipe", "TransformerEngine FP8 recipe: none | delayed | current | mxfp8 | block | nvfp4."),
+    ("sdpa_flash_impl", "--sdpa-flash-impl", "FlashAttention behind SDPA's flash backend: fa2 (torch's own) | fa3 | "
+     "fa4 (torch.nn.attention.activate_flash_attention_impl)."),
 ]
 CONFIG_FLAGS: list[tuple[str, str, str]] = [
     ("causal", "--causal", "Short for --mask causal (top-left, like PyTorch's is_causal)."),
@@ -51,6 +54,7 @@ ENV_OPTIONS: list[tuple[str, str, str]] = [
 METAVARS = {
     "batch": "N", "heads": "N", "kv_heads": "N", "seqlen": "N", "seqlen_q": "N", "seqlen_kv": "N", "hdim": "N",
     "hdim_v": "N", "cp": "N", "dtype": "NAME", "mask": "NAME", "bias": "NAME", "layout": "NAME", "cp_comm": "NAME",
+    "fp8_recipe": "NAME", "sdpa_flash_impl": "NAME",
     "window": "L,R", "dropout": "P", "softcap": "X", "gpu": "NAME", "set_env": "NAME=VALUE", "backend": "ID",
     "require": "ID", "require_any": "ID,ID", "fail_on": "EFFECT", "format": "FORMAT",
     "config_file": "PATH", "model": "PATH", "env_file": "PATH", "output_file": "PATH", "rules_dir": "PATH",

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 from packaging.version import Version
 
-from ..config import BIASES, CP_COMMS, DTYPES, LAYOUTS, MASKS, QKV_FORMATS
+from ..config import BIASES, CP_COMMS, DTYPES, FP8_RECIPES, LAYOUTS, MASKS, QKV_FORMATS, SDPA_FLASH_IMPLS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, parse_version
 from ..errors import UsageError
 from .ranges import VersionRange
@@ -68,6 +68,8 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     "deterministic": (BOOL, None, "deterministic algorithms"),
     "paged_kv": (BOOL, None, "paged KV cache"),
     "qkv_fused": (BOOL, None, "q, k, v are views into one fused buffer"),
+    "fp8_recipe": (STR, FP8_RECIPES, "TransformerEngine FP8 recipe"),
+    "sdpa_flash_impl": (STR, SDPA_FLASH_IMPLS, "FlashAttention behind SDPA's flash backend"),
     # environment
     "sm": (INT, None, "GPU compute capability (90 = Hopper)"),
     "gpu": (STR, None, "GPU name"),
@@ -79,7 +81,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
 CONFIG_VARIABLES = frozenset((
     "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "window_left", "window_right",
     "dropout", "softcap", "dtype", "mask", "bias", "layout", "qkv_format", "cp_comm", "train", "deterministic",
-    "paged_kv", "qkv_fused",
+    "paged_kv", "qkv_fused", "fp8_recipe", "sdpa_flash_impl",
 ))
 
 FUNCTIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
