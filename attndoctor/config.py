@@ -66,6 +66,8 @@ class AttentionConfig(NamedTuple):
     deterministic: bool = False
     paged_kv: bool = False
     qkv_fused: bool = False
+    sinks: bool = False
+    """Learnable per-head sink logits in the softmax denominator (gpt-oss)."""
     name: str = ""
     origin: Mapping[str, str] | None = None
     """Where each field came from (model configs); not part of the config's identity."""
@@ -140,13 +142,15 @@ class AttentionConfig(NamedTuple):
             desc += " deterministic"
         if self.paged_kv:
             desc += " paged-kv"
+        if self.sinks:
+            desc += " sinks"
         return f"{parts[0]}: {desc}" if parts else desc
 
 
 FIELDS = AttentionConfig._fields[:-2]
 """The config fields of DESIGN.md (all but `origin` and `source`)."""
 INT_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp")
-BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused")
+BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused", "sinks")
 
 
 def _int(name: str, value: Any) -> int:

@@ -197,7 +197,8 @@ PARTNERS = {"hdim": ("hdim", "hdim_v"), "hdim_v": ("hdim", "hdim_v"), "seqlen_q"
 """A config change a fix makes can be judged against the field's partner (hdim_v against hdim): both are read."""
 
 CONFIG_FACTS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout", "softcap",
-                "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv", "qkv_fused")
+                "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv", "qkv_fused",
+                "sinks")
 
 
 def config_facts(config: AttentionConfig) -> dict[str, Any]:

@@ -68,6 +68,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     "deterministic": (BOOL, None, "deterministic algorithms"),
     "paged_kv": (BOOL, None, "paged KV cache"),
     "qkv_fused": (BOOL, None, "q, k, v are views into one fused buffer"),
+    "sinks": (BOOL, None, "learnable per-head attention sink logits"),
     # environment
     "sm": (INT, None, "GPU compute capability (90 = Hopper)"),
     "gpu": (STR, None, "GPU name"),
@@ -78,7 +79,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
 CONFIG_VARIABLES = frozenset((
     "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "window_left", "window_right",
     "dropout", "softcap", "dtype", "mask", "bias", "layout", "qkv_format", "cp_comm", "train", "deterministic",
-    "paged_kv", "qkv_fused",
+    "paged_kv", "qkv_fused", "sinks",
 ))
 
 FUNCTIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
