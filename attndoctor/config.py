@@ -74,6 +74,8 @@ class AttentionConfig(NamedTuple):
     qkv_fused: bool = False
     fp8_recipe: str = "none"
     sdpa_flash_impl: str = "fa2"
+    sinks: bool = False
+    """Learnable per-head sink logits in the softmax denominator (gpt-oss)."""
     name: str = ""
     origin: Mapping[str, str] | None = None
     """Where each field came from (model configs); not part of the config's identity."""
@@ -152,13 +154,15 @@ class AttentionConfig(NamedTuple):
             desc += f" fp8-recipe={self.fp8_recipe}"
         if self.sdpa_flash_impl != "fa2":
             desc += f" sdpa-flash={self.sdpa_flash_impl}"
+        if self.sinks:
+            desc += " sinks"
         return f"{parts[0]}: {desc}" if parts else desc
 
 
 FIELDS = AttentionConfig._fields[:-2]
 """The config fields of DESIGN.md (all but `origin` and `source`)."""
 INT_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp")
-BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused")
+BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused", "sinks")
 
 
 def _int(name: str, value: Any) -> int:

@@ -36,6 +36,7 @@ CONFIG_FLAGS: list[tuple[str, str, str]] = [
     ("deterministic", "--deterministic", "Deterministic algorithms requested."),
     ("paged_kv", "--paged-kv", "Paged KV cache."),
     ("qkv_fused", "--qkv-fused", "q, k, v are views into one fused buffer (TE fuse_qkv_params)."),
+    ("sinks", "--sinks", "Learnable per-head attention sink logits (gpt-oss)."),
 ]
 ENV_OPTIONS: list[tuple[str, str, str]] = [
     ("gpu", "--gpu", "GPU name (H100, A100, L40S, RTX4090, B200, ...) or sm90."),

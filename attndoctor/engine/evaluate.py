@@ -198,7 +198,7 @@ PARTNERS = {"hdim": ("hdim", "hdim_v"), "hdim_v": ("hdim", "hdim_v"), "seqlen_q"
 
 CONFIG_FACTS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout", "softcap",
                 "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv", "qkv_fused",
-                "fp8_recipe", "sdpa_flash_impl")
+                "fp8_recipe", "sdpa_flash_impl", "sinks")
 
 
 def config_facts(config: AttentionConfig) -> dict[str, Any]:

@@ -70,6 +70,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     "qkv_fused": (BOOL, None, "q, k, v are views into one fused buffer"),
     "fp8_recipe": (STR, FP8_RECIPES, "TransformerEngine FP8 recipe"),
     "sdpa_flash_impl": (STR, SDPA_FLASH_IMPLS, "FlashAttention behind SDPA's flash backend"),
+    "sinks": (BOOL, None, "learnable per-head attention sink logits"),
     # environment
     "sm": (INT, None, "GPU compute capability (90 = Hopper)"),
     "gpu": (STR, None, "GPU name"),
@@ -81,7 +82,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
 CONFIG_VARIABLES = frozenset((
     "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "window_left", "window_right",
     "dropout", "softcap", "dtype", "mask", "bias", "layout", "qkv_format", "cp_comm", "train", "deterministic",
-    "paged_kv", "qkv_fused", "fp8_recipe", "sdpa_flash_impl",
+    "paged_kv", "qkv_fused", "fp8_recipe", "sdpa_flash_impl", "sinks",
 ))
 
 FUNCTIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
