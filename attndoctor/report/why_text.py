@@ -10,6 +10,8 @@ from ..environment import REPORT_SCHEMA_VERSION
 from .text import environment_lines
 from .term import Console, Text
 
+TEXT_SHOWN = 300
+"""Characters of a matched line kept in JSON (a TE config dump runs to kilobytes)."""
 SHOWN = 5
 """Candidates listed in the text report (JSON has every one)."""
 
@@ -25,7 +27,7 @@ def why_document(answer: Any) -> dict[str, Any]:
         "understood": {
             "lines": len(reading.lines),
             "messages": [{"id": h.entry.id, "library": h.entry.library, "kind": h.entry.kind, "line": h.line,
-                          "text": h.text, "meaning": h.entry.meaning} for h in reading.hits if h.entry.kind != "fact"],
+                          "text": h.text[:TEXT_SHOWN], "meaning": h.entry.meaning} for h in reading.hits if h.entry.kind != "fact"],
             "facts": {f.field: {"value": f.value, "line": f.line, "from": f.entry} for f in reading.facts.values()},
             "backends": list(reading.backends),
             "env_vars": dict(reading.env_vars),

@@ -10,18 +10,23 @@ LINK = 3.0
 """A catalogue message that names the rule: the strongest evidence."""
 SIMILARITY = 3.0
 """Weight of the symptom similarity (0..1)."""
-HOLDS, OPEN, RULED_OUT = 2.0, 0.5, -2.0
+SPECIFIC = 1.0
+"""A value the message names (the argument 'softcap') that the rule's symptom names too."""
+HOLDS, OPEN, RULED_OUT = 2.0, 0.5, -3.5
 """The text's facts meet the rule's condition / leave it open / contradict it."""
 OTHER_BACKEND = -1.0
 """The text names backends and the rule is about none of them."""
 CATALOGUE_CAUSE = 3.5
 """A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
-INSTALL_FINDING = 3.0
-"""A finding about the installed binaries, handed in by the caller (see explain_text's `install_findings`)."""
+INSTALL_FINDING = 6.0
+"""A finding about the installed binaries, handed in by the caller (see explain_text's `install_findings`): read from
+this machine, it outweighs a rule that only might apply."""
 CAUSE_AT = 3.0
 """The score from which the best candidate is named the likely cause (exit 0)."""
 CONSIDER_AT = 0.35
 """Symptom similarity from which a rule no message links is considered at all."""
+ENOUGH = 24.0
+"""Weighted words in common that say "this symptom" on their own, however long the symptom (about three rare words)."""
 WINDOW = 6
 """Lines compared at once with a symptom in a long text: a symptom is one message, not a whole log."""
 
@@ -64,7 +69,7 @@ class Similarity:
         total = sum(self.idf.get(w, 1.0) for w in words)
         best = max((sum(self.idf.get(w, 1.0) for w in words & window) for window in windows), default=0.0)
         shrink = min(1.0, len(words) / 4)
-        return round(best / total * shrink, 3)
+        return round(max(best / total * shrink, min(0.8, best / ENOUGH)), 3)
 
 
 class Candidate(NamedTuple):
@@ -97,9 +102,11 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     similarity = similarity or Similarity({r.id: f"{r.symptom} {r.title}" for r in rules})
     windows = similarity.windows(reading.lines)
     linked: dict[str, list[int]] = {}
+    specifics: dict[str, set[str]] = {}
     for hit in reading.hits:
         for rule_id in hit.entry.rules:
             linked.setdefault(rule_id, []).append(hit.line)
+            specifics.setdefault(rule_id, set()).update(v for v in hit.groups.values() if len(v) > 2)
     found: dict[str, tuple[Any, Any]] = {}
     for verdict in result.all_verdicts:
         for finding in verdict.findings:
@@ -110,7 +117,8 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     for rule in rules:
         sim = similarity.score(rule.id, windows)
         pair = found.get(rule.id)
-        blocking_here = bool(pair and pair[0].applies is True and pair[0].blocking and named & set(rule.backends))
+        blocking_here = bool(pair and named & set(rule.backends) and sim >= CONSIDER_AT / 2
+                             and (pair[0].blocking or pair[0].advisory))
         if rule.id not in linked and sim < CONSIDER_AT and not blocking_here:
             continue
         score, reasons = 0.0, []
@@ -118,6 +126,10 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             score += LINK
             lines = sorted(set(linked[rule.id]))
             reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} comes from it")
+        named_too = sorted(v for v in specifics.get(rule.id, ()) if v in rule.symptom)
+        if named_too:
+            score += SPECIFIC
+            reasons.append(f"its symptom names {', '.join(named_too)} too")
         if sim >= 0.05:
             score += SIMILARITY * sim
             reasons.append(f"its symptom matches the text ({sim:.0%} of its words)")
@@ -143,7 +155,7 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
             backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
             lines=tuple(sorted(set(linked.get(rule.id, ()))))))
-    best_rule = max((c.score for c in out), default=0.0)
+    best_rule = max((c.score for c in out if c.applies is not False), default=0.0)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
         if entry.kind == "fact" or not entry.fix:

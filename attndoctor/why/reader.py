@@ -112,7 +112,7 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
         for entry in entries:
             for match in entry.pattern.finditer(line):
                 groups = {k: v for k, v in match.groupdict().items() if v is not None}
-                hits.append(Hit(entry, number, match.group(0).strip()[:500], groups))
+                hits.append(Hit(entry, number, match.group(0).strip(), groups))
     facts: dict[str, Fact] = {}
     ignored: list[str] = []
     backends: list[str] = []

@@ -85,8 +85,9 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
         fact = reading.facts.get(field)
         if fact is None:
             continue
+        partners = {k: reading.facts[k].value for k in ("heads", "hdim") if k in reading.facts and k != field}
         try:
-            make_config({field: fact.value})
+            make_config({**partners, field: fact.value})
         except UsageError:
             dropped.append(f"line {fact.line}: {field} {fact.value!r} (not a valid value)")
             continue
