@@ -214,3 +214,35 @@ def test_every_catalogue_entry_matches_its_own_example_of_real_text():
     entries = {e.id: e for e in load_catalogue()}
     for source, text, *_ in CORPUS:
         assert any(e.pattern.search(text) for e in entries.values() if e.kind != "fact"), source
+
+
+def test_rules_list_greps_title_message_and_symptom(cli):
+    code, out, _ = cli("rules", "list", "--grep", "NO EXECUTION PLANS support", "--format", "json")
+    ids = {r["id"] for r in json.loads(out)}
+    assert code == 0 and "TE-FUSED-HD256-BWD-HOPPER-RUNTIME" in ids
+    assert all("no execution plans support" in f"{r['title']} {r['message']} {r['symptom']}".lower()
+               for r in json.loads(out))
+    code, out, _ = cli("rules", "list", "--grep", "NaN", "--effect", "wrong-results", "--format", "json")
+    assert code == 0 and "ADV-CUDNN-SM90-BWD-KV64-LSE-NAN" in {r["id"] for r in json.loads(out)}
+    assert all(r["effect"] == "wrong-results" for r in json.loads(out))
+
+
+def test_the_json_matches_the_published_schema(cli):
+    from importlib import resources
+
+    import jsonschema
+    from referencing import Registry, Resource
+
+    from test_json_schema import closed
+
+    def load(name):
+        return json.loads((resources.files("attndoctor") / "schema" / name).read_text(encoding="utf-8"))
+
+    report, why_schema = closed(load("report-v1.json")), closed(load("why-v1.json"))
+    registry = Registry().with_resource(report["$id"], Resource.from_contents(report))
+    validator = jsonschema.Draft202012Validator(why_schema, registry=registry)
+    jsonschema.Draft202012Validator.check_schema(why_schema)
+    for text in ((FIXTURES / "te1591_debug.log").read_text(), "the weather is fine"):
+        code, out, _ = cli("why", "--no-here", text, "--format", "json")
+        errors = [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(json.loads(out))]
+        assert not errors
