@@ -13,6 +13,7 @@ from .. import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "check"), "explain": ("explain", "explain"), "verify": ("verify", "verify"),
     "fleet": ("fleet", "fleet"), "bench": ("bench", "bench"), "rules": ("rules_cmd", "rules_app"),
+    "why": ("why", "why"),
 }
 """Command name -> (module in this package, attribute): a run imports and builds only the command it runs."""
 

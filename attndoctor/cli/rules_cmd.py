@@ -38,6 +38,8 @@ def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", he
                                                                "known-bug advisories)."),
                advisories: bool = typer.Option(False, "--advisories", help="Only advisories: known bugs of kernels "
                                                "that accept the call."),
+               grep: Optional[str] = typer.Option(None, "--grep", metavar="TEXT", help="Only rules whose title, "
+                                                  "message or symptom contains TEXT (case-insensitive)."),
                fmt: str = Format, rules_dir: Optional[str] = RulesDir) -> None:
     """List every rule: id, backends, effect, title."""
     from ..engine.rules import EFFECTS
@@ -50,7 +52,8 @@ def list_rules(backend: Optional[List[str]] = typer.Option(None, "--backend", he
     base = _base(rules_dir)
     base.check_backend_ids(backend)
     rules = [r for r in base.rules if (not backend or set(backend) & set(r.backends))
-             and (not effect or r.effect in effect) and (not advisories or r.advisory)]
+             and (not effect or r.effect in effect) and (not advisories or r.advisory)
+             and (not grep or grep.lower() in f"{r.title}\n{r.message}\n{r.symptom}".lower())]
     if fmt == "json":
         sys.stdout.write(json.dumps([r.to_dict() for r in rules], indent=2) + "\n")
         return

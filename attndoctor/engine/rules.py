@@ -280,13 +280,17 @@ def bundled_rules_dir() -> Path:
     return Path(attndoctor_rules.__file__).resolve().parent
 
 
+ERROR_CATALOGUE = "errors.toml"
+"""The error catalogue of `attndoctor why` lives beside the rules but is not a rule file (attndoctor/why/catalogue.py)."""
+
+
 @lru_cache(maxsize=8)
 def load_rulebase(directory: str | None = None) -> RuleBase:
     """Load and validate every *.toml under a folder (the bundled rules by default)."""
     folder = Path(directory) if directory else bundled_rules_dir()
     if not folder.is_dir():
         raise RuleError("no such rules folder", file=str(folder))
-    files = sorted(p for p in folder.rglob("*.toml"))
+    files = sorted(p for p in folder.rglob("*.toml") if p.name != ERROR_CATALOGUE)
     if not files:
         raise RuleError("no rule files (*.toml) found", file=str(folder))
     return _cached(files, folder)

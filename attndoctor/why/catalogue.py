@@ -1,0 +1,179 @@
+"""The error catalogue (rules/errors.toml): messages as data, validated at load like the rules."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple
+
+from ..errors import RuleError
+
+from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
+"""The catalogue's file name in a rules folder; the rule loader skips it."""
+LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text")
+KINDS = ("error", "warning", "log", "fact")
+PARSERS = ("te-config", "te-backends")
+CONFIG_TARGETS = ("batch", "heads", "kv_heads", "seqlen", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "dtype", "train",
+                  "mask", "window", "dropout", "softcap", "bias", "layout", "cp", "cp_comm", "deterministic")
+ENV_TARGETS = ("gpu", "torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",
+               "driver")
+SPECIAL_TARGETS = ("backend", "selected", "env_var")
+"""backend: the backend a line is about; selected: the backend a framework says it chose; env_var: NAME=VALUE."""
+TARGETS = CONFIG_TARGETS + ENV_TARGETS + SPECIAL_TARGETS
+KEYS = {"id", "library", "kind", "pattern", "source", "backends", "rules", "facts", "sets", "meaning", "fix",
+        "priority", "parse"}
+ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
+
+
+class CatalogueEntry(NamedTuple):
+    """One message a library prints: how to find it, what it says, and which rules it can come from."""
+
+    id: str
+    library: str
+    kind: str
+    pattern: re.Pattern[str]
+    source: tuple[str, ...]
+    backends: tuple[str, ...]
+    rules: tuple[str, ...]
+    facts: Mapping[str, str]
+    sets: Mapping[str, Any]
+    meaning: str
+    fix: str
+    priority: int
+    parse: str
+    file: str
+    line: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"id": self.id, "library": self.library, "kind": self.kind, "pattern": self.pattern.pattern,
+                "source": list(self.source), "backends": list(self.backends), "rules": list(self.rules),
+                "meaning": self.meaning, "fix": self.fix}
+
+
+def catalogue_path(rules_dir: str | None = None) -> Path:
+    """The catalogue of a rules folder, else the bundled one."""
+    if rules_dir:
+        own = Path(rules_dir) / CATALOGUE_FILE
+        if own.is_file():
+            return own
+    from ..engine.rules import bundled_rules_dir
+
+    return bundled_rules_dir() / CATALOGUE_FILE
+
+
+@lru_cache(maxsize=4)
+def load_catalogue(path: str | None = None) -> tuple[CatalogueEntry, ...]:
+    """Every [[error]] of the catalogue file, validated; a bad entry raises RuleError naming file, id and line."""
+    from .._toml import load_toml_file
+
+    file = Path(path) if path else catalogue_path()
+    display = file.name
+    try:
+        text, doc = load_toml_file(file)
+    except (UnicodeDecodeError, OSError) as exc:
+        raise RuleError(f"cannot read ({exc})", file=display) from None
+    except ValueError as exc:
+        raise RuleError(f"not valid TOML: {exc}", file=display) from None
+    extra = sorted(set(doc) - {"error"})
+    if extra:
+        raise RuleError(f"unknown top-level key {extra[0]!r}; expected [[error]]", file=display)
+    tables = doc.get("error", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise RuleError("'error' must be an array of tables ([[error]])", file=display)
+    entries = [_entry(t, display, text) for t in tables]
+    seen: dict[str, CatalogueEntry] = {}
+    for entry in entries:
+        if entry.id in seen:
+            raise RuleError(f"duplicate id (also at line {seen[entry.id].line})", file=display, rule=entry.id,
+                            position=f"line {entry.line}")
+        seen[entry.id] = entry
+    return tuple(entries)
+
+
+def check_links(entries: tuple[CatalogueEntry, ...], rule_ids: set[str], backend_ids: set[str]) -> None:
+    """Every rule and backend an entry names exists in the rule base (a renamed rule breaks the catalogue loudly)."""
+    for entry in entries:
+        where = {"file": entry.file, "rule": entry.id, "position": f"line {entry.line}"}
+        for rule in entry.rules:
+            if rule not in rule_ids:
+                raise RuleError(f"unknown rule {rule!r} in rules", **where)
+        for backend in entry.backends + tuple(v for k, v in entry.sets.items() if k == "backend"):
+            if backend not in backend_ids:
+                raise RuleError(f"unknown backend {backend!r}; known: {', '.join(sorted(backend_ids))}", **where)
+
+
+def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
+    from ..engine.rules import _line_of
+
+    ident = table.get("id")
+    line = _line_of(text, ident) if isinstance(ident, str) else 0
+
+    def err(message: str) -> RuleError:
+        return RuleError(message, file=file, rule=str(ident or "?"), position=f"line {line}" if line else "")
+
+    if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+        raise err("'id' must be upper case words joined by dashes, e.g. CUDNN-FE-NO-EXECUTION-PLANS")
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise err(f"unknown key {unknown[0]!r}; expected one of {', '.join(sorted(KEYS))}")
+    library, kind = table.get("library"), table.get("kind", "error")
+    if library not in LIBRARIES:
+        raise err(f"'library' must be one of {', '.join(LIBRARIES)}, got {library!r}")
+    if kind not in KINDS:
+        raise err(f"'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
+    raw = table.get("pattern")
+    if not isinstance(raw, str) or not raw:
+        raise err("'pattern' must be a non-empty regular expression")
+    try:
+        pattern = re.compile(raw, re.MULTILINE)
+    except re.error as exc:
+        raise err(f"'pattern' does not compile: {exc}") from None
+    if pattern.search(""):
+        raise err("'pattern' matches empty text")
+    source = _strings(table.get("source"), "source", err)
+    if not source:
+        raise err("'source' must name where the message is emitted (repo path@tag) or the issue it was copied from")
+    facts = table.get("facts", {})
+    if not isinstance(facts, dict):
+        raise err("'facts' must be a table: group name -> field")
+    for group, target in facts.items():
+        if group not in pattern.groupindex:
+            raise err(f"'facts': the pattern has no group (?P<{group}>...)")
+        if target not in TARGETS:
+            raise err(f"'facts': unknown field {target!r}; accepted: {', '.join(TARGETS)}")
+    sets = table.get("sets", {})
+    if not isinstance(sets, dict) or any(k not in TARGETS for k in sets):
+        bad = next((k for k in sets if k not in TARGETS), None) if isinstance(sets, dict) else None
+        raise err(f"'sets': unknown field {bad!r}; accepted: {', '.join(TARGETS)}" if bad else
+                  "'sets' must be a table: field -> value")
+    meaning = table.get("meaning", "")
+    if not isinstance(meaning, str) or (kind != "fact" and not meaning):
+        raise err("'meaning' must say in one line what the message means")
+    fix = table.get("fix", "")
+    priority = table.get("priority", 0)
+    parse = table.get("parse", "")
+    if not isinstance(fix, str):
+        raise err("'fix' must be text")
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise err("'priority' must be an integer")
+    if parse and parse not in PARSERS:
+        raise err(f"'parse' must be one of {', '.join(PARSERS)}, got {parse!r}")
+    if kind == "fact" and not (facts or sets):
+        raise err("a fact entry must give facts or sets")
+    return CatalogueEntry(
+        id=ident, library=library, kind=kind, pattern=pattern, source=source,
+        backends=_strings(table.get("backends"), "backends", err), rules=_strings(table.get("rules"), "rules", err),
+        facts=dict(facts), sets=dict(sets), meaning=meaning, fix=fix, priority=priority, parse=parse, file=file,
+        line=line)
+
+
+def _strings(value: Any, what: str, err: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise err(f"'{what}' must be a list of non-empty strings")
+    return tuple(value)

@@ -1,0 +1,212 @@
+"""Rank the rules and advisories by how well they explain a text: catalogue links, symptom words, the facts."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+LINK = 3.0
+"""A catalogue message that names the rule: the strongest evidence."""
+SIMILARITY = 3.0
+"""Weight of the symptom similarity (0..1)."""
+SPECIFIC = 1.0
+"""A value the message names (the argument 'softcap') that the rule's symptom names too."""
+HOLDS, OPEN, RULED_OUT = 2.0, 0.5, -3.5
+"""The text's facts meet the rule's condition / leave it open / contradict it."""
+OTHER_BACKEND = -1.0
+"""The text names backends and the rule is about none of them."""
+CATALOGUE_CAUSE = 3.5
+"""A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
+INSTALL_FINDING = 6.0
+"""A finding about the installed binaries, handed in by the caller (see explain_text's `install_findings`): read from
+this machine, it outweighs a rule that only might apply."""
+CAUSE_AT = 3.0
+"""The score from which the best candidate is named the likely cause (exit 0)."""
+CONSIDER_AT = 0.35
+"""Symptom similarity from which a rule no message links is considered at all."""
+ENOUGH = 24.0
+"""Weighted words in common that say "this symptom" on their own, however long the symptom (about three rare words)."""
+WINDOW = 6
+"""Lines compared at once with a symptom in a long text: a symptom is one message, not a whole log."""
+
+STOP = frozenset("""a an and are as at be been but by can for from has have if in into is it its no not of on or
+so that the then this to was when where which while with without got use used using error warning userwarning
+runtimeerror typeerror valueerror assertionerror e.g eg ie etc than only does do more less""".split())
+TOKEN = re.compile(r"[a-z][a-z0-9]+|\d+")
+
+
+def tokens(text: str) -> set[str]:
+    """The words of a text that can tell messages apart (lower case, no stop words, no one-letter words)."""
+    return {t for t in TOKEN.findall(text.lower().replace("_", " ")) if t not in STOP}
+
+
+class Similarity:
+    """How much of each rule's symptom a text contains, words weighted by rarity across all symptoms (idf)."""
+
+    def __init__(self, documents: Mapping[str, str]) -> None:
+        self.words = {key: tokens(text) for key, text in documents.items()}
+        count = len(self.words) or 1
+        df: dict[str, int] = {}
+        for words in self.words.values():
+            for w in words:
+                df[w] = df.get(w, 0) + 1
+        self.idf = {w: math.log(1 + count / n) for w, n in df.items()}
+
+    def windows(self, lines: Sequence[str]) -> list[set[str]]:
+        """The text's word sets: the whole of a short text, windows of a few lines of a long one."""
+        kept = [line for line in lines if line.strip()]
+        if len(kept) <= 2 * WINDOW:
+            return [tokens("\n".join(kept))]
+        step = max(1, WINDOW // 2)
+        return [tokens("\n".join(kept[i:i + WINDOW])) for i in range(0, len(kept), step)]
+
+    def score(self, key: str, windows: Iterable[set[str]]) -> float:
+        """The best share (0..1) of the document's weighted words found in one window; short documents count less."""
+        words = self.words.get(key) or set()
+        if not words:
+            return 0.0
+        total = sum(self.idf.get(w, 1.0) for w in words)
+        best = max((sum(self.idf.get(w, 1.0) for w in words & window) for window in windows), default=0.0)
+        shrink = min(1.0, len(words) / 4)
+        return round(max(best / total * shrink, min(0.8, best / ENOUGH)), 3)
+
+
+class Candidate(NamedTuple):
+    """A rule, an advisory, a catalogue message or an install finding that may explain the text, with its score."""
+
+    id: str
+    kind: str  # rule | advisory | message | install
+    score: float
+    reasons: tuple[str, ...]
+    title: str
+    cause: str
+    fixes: tuple[str, ...]
+    backends: tuple[str, ...]
+    applies: bool | None
+    missing: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    lines: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"id": self.id, "kind": self.kind, "score": self.score, "reasons": list(self.reasons),
+                "title": self.title, "cause": self.cause, "fixes": list(self.fixes), "backends": list(self.backends),
+                "applies": self.applies, "missing": list(self.missing), "references": list(self.references),
+                "lines": list(self.lines)}
+
+
+def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: Sequence[Mapping[str, Any]] = (),
+         similarity: Similarity | None = None) -> list[Candidate]:
+    """Every candidate worth showing, best first."""
+    similarity = similarity or Similarity({r.id: f"{r.symptom} {r.title}" for r in rules})
+    windows = similarity.windows(reading.lines)
+    linked: dict[str, list[int]] = {}
+    specifics: dict[str, set[str]] = {}
+    for hit in reading.hits:
+        for rule_id in hit.entry.rules:
+            linked.setdefault(rule_id, []).append(hit.line)
+            specifics.setdefault(rule_id, set()).update(v for v in hit.groups.values() if len(v) > 2)
+    found: dict[str, tuple[Any, Any]] = {}
+    for verdict in result.all_verdicts:
+        for finding in verdict.findings:
+            if finding.applies is not False:
+                found.setdefault(finding.id, (finding, verdict))
+    named = set(reading.backends)
+    out: list[Candidate] = []
+    for rule in rules:
+        sim = similarity.score(rule.id, windows)
+        pair = found.get(rule.id)
+        blocking_here = bool(pair and named & set(rule.backends) and sim >= CONSIDER_AT / 2
+                             and (pair[0].blocking or pair[0].advisory))
+        if rule.id not in linked and sim < CONSIDER_AT and not blocking_here:
+            continue
+        score, reasons = 0.0, []
+        if rule.id in linked:
+            score += LINK
+            lines = sorted(set(linked[rule.id]))
+            reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} comes from it")
+        named_too = sorted(v for v in specifics.get(rule.id, ()) if v in rule.symptom)
+        if named_too:
+            score += SPECIFIC
+            reasons.append(f"its symptom names {', '.join(named_too)} too")
+        if sim >= 0.05:
+            score += SIMILARITY * sim
+            reasons.append(f"its symptom matches the text ({sim:.0%} of its words)")
+        applies: bool | None
+        missing: tuple[str, ...] = ()
+        if pair is None:
+            applies = False
+            score += RULED_OUT
+            reasons.append("the facts rule it out")
+        elif pair[0].applies is True:
+            applies = True
+            score += HOLDS
+            reasons.append("the facts meet its condition" + (" (the data decide it)" if pair[0].data else ""))
+        else:
+            applies, missing = None, tuple(pair[0].missing)
+            score += OPEN
+            reasons.append(f"it depends on {', '.join(missing) or 'facts not given'}")
+        if named and not named & set(rule.backends):
+            score += OTHER_BACKEND
+            reasons.append(f"it is about {', '.join(rule.backends)}, the text about {', '.join(sorted(named))}")
+        out.append(Candidate(
+            id=rule.id, kind="advisory" if rule.advisory else "rule", score=round(score, 2), reasons=tuple(reasons),
+            title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
+            backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
+            lines=tuple(sorted(set(linked.get(rule.id, ()))))))
+    best_rule = max((c.score for c in out if c.applies is not False), default=0.0)
+    for hit in _first_hits(reading.hits):
+        entry = hit.entry
+        if entry.kind == "fact" or not entry.fix:
+            continue
+        score = CATALOGUE_CAUSE + (1.0 if best_rule < CAUSE_AT else 0.0)
+        out.append(Candidate(
+            id=entry.id, kind="message", score=score, reasons=(f"line {hit.line} is this {entry.library} message",),
+            title=entry.meaning, cause=entry.meaning, fixes=(entry.fix,), backends=entry.backends, applies=True,
+            references=entry.source, lines=(hit.line,)))
+    for finding in install_findings:
+        text = " ".join(str(finding.get(k, "")) for k in ("title", "message", "symptom"))
+        docs = Similarity({"f": text})
+        sim = docs.score("f", windows)
+        out.append(Candidate(
+            id=str(finding.get("id", "INSTALL")), kind="install", score=round(INSTALL_FINDING + SIMILARITY * sim, 2),
+            reasons=("found in the installed binaries",) + ((f"it matches the text ({sim:.0%})",) if sim else ()),
+            title=str(finding.get("title", "")), cause=str(finding.get("message") or finding.get("title", "")),
+            fixes=tuple(str(f) for f in ([finding["fix"]] if isinstance(finding.get("fix"), str)
+                                         else finding.get("fix") or [])),
+            backends=tuple(finding.get("backends") or ()), applies=True,
+            references=tuple(finding.get("references") or ())))
+    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+    return out
+
+
+def _first_hits(hits: Iterable[Any]) -> list[Any]:
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        if hit.entry.id not in seen:
+            seen.add(hit.entry.id)
+            out.append(hit)
+    return out
+
+
+def _fixes(rule: Any, pair: tuple[Any, Any] | None) -> tuple[str, ...]:
+    """The smallest fix the engine checked for the backend, else the rule's own fixes; an advisory's workaround."""
+    out: list[str] = []
+    if pair is not None:
+        finding, verdict = pair
+        if verdict.fix is not None and finding.blocking and finding.applies is True:
+            out.append(verdict.fix.describe())
+        out.extend(f.describe() for f in finding.fixes if f.describe() not in out)
+        if finding.fixed_in:
+            out.append("fixed in " + ", ".join(f"{k} {v}" for k, v in finding.fixed_in.items()))
+        if finding.workaround:
+            out.append(f"workaround: {finding.workaround}")
+    else:
+        out.extend(f.describe() for f in rule.fixes if f.value_node is None)
+        if rule.fixed_in:
+            out.append("fixed in " + ", ".join(f"{k} {v}" for k, v in rule.fixed_in.items()))
+        if rule.workaround:
+            out.append(f"workaround: {rule.workaround}")
+    return tuple(dict.fromkeys(out))

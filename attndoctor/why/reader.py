@@ -1,0 +1,260 @@
+"""Read a message, a log or a traceback: which catalogue messages it holds and the facts they give."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from ..errors import UsageError
+from .catalogue import CONFIG_TARGETS, ENV_TARGETS, CatalogueEntry
+
+MAX_TEXT = 64 * 1024 * 1024
+"""A log larger than this is refused (64 MiB): `why` reads the whole text into memory."""
+MAX_LINE = 20_000
+"""Longer lines are cut before matching: a line of megabytes (a tensor dump) is no message."""
+
+TE_BACKENDS = {"FlashAttention": "te-flash", "FusedAttention": "te-fused", "UnfusedDotProductAttention": "te-unfused",
+               "UnusedDotProductAttention": "te-unfused"}
+SDPA_BACKENDS = {"memory efficient": "sdpa-efficient", "memory efficient attention": "sdpa-efficient",
+                 "mem efficient attention": "sdpa-efficient", "flash attention": "sdpa-flash",
+                 "cudnn attention": "sdpa-cudnn", "cudnn mha": "sdpa-cudnn"}
+TE_MASKS = {"no_mask": "none", "causal": "causal", "padding": "padding", "padding_causal": "padding-causal",
+            "causal_bottom_right": "causal-bottom-right", "padding_causal_bottom_right": "padding-causal-bottom-right",
+            "arbitrary": "arbitrary"}
+TE_BIASES = {"no_bias": "none", "post_scale_bias": "post-scale", "alibi": "alibi"}
+TE_CONFIG_KEYS = {
+    "transformer_engine_version": "te", "compute_capability": "gpu", "flash_attn_version": "flash_attn",
+    "flash_attn_3_version": "flash_attn_3", "cudnn_version": "cudnn", "qkv_dtype": "dtype", "qkv_layout": "layout",
+    "batch_size": "batch", "num_heads": "heads", "num_gqa_groups": "kv_heads", "max_seqlen_q": "seqlen_q",
+    "max_seqlen_kv": "seqlen_kv", "head_dim_qk": "hdim", "head_dim_v": "hdim_v", "attn_mask_type": "mask",
+    "window_size": "window", "core_attention_bias_type": "bias", "attention_dropout": "dropout",
+    "deterministic": "deterministic", "is_training": "train", "fp8": "fp8", "cp_comm_type": "cp_comm",
+}
+"""TransformerEngine's `Running with config={...}` keys (dot_product_attention/utils.py, TE 2.x) -> our fields."""
+
+
+class Hit(NamedTuple):
+    """One catalogue message found in the text."""
+
+    entry: CatalogueEntry
+    line: int
+    text: str
+    groups: Mapping[str, str]
+
+
+class Fact(NamedTuple):
+    """A field's value as the text gives it, and where."""
+
+    field: str
+    value: Any
+    line: int
+    entry: str
+    priority: int
+
+
+class Reading(NamedTuple):
+    """What the text says: the messages found, the facts (config, environment), and what frameworks say they did."""
+
+    hits: tuple[Hit, ...]
+    facts: Mapping[str, Fact]
+    backends: tuple[str, ...]
+    """The backends the text names (a warning about SDPA's flash kernel, an error inside TE's fused attention)."""
+    env_vars: Mapping[str, str]
+    te_selected: str | None
+    te_available: Mapping[str, bool]
+    te_disabled: Mapping[str, tuple[str, ...]]
+    ignored: tuple[str, ...]
+    """Values the text gave that attndoctor cannot use (an unknown GPU name), each with its line."""
+    lines: tuple[str, ...]
+
+
+def read_source(text: str | None, log: str | None, stdin: Any) -> str:
+    """The text to read: the argument, the file (`--log`), or standard input (`-` or piped)."""
+    if log is not None and text not in (None, "-"):
+        raise UsageError("give the text or --log FILE, not both")
+    if log is not None:
+        from pathlib import Path
+
+        path = Path(log)
+        try:
+            if path.stat().st_size > MAX_TEXT:
+                raise UsageError(f"--log {log}: larger than {MAX_TEXT >> 20} MiB; cut the part around the error")
+            raw = path.read_bytes()
+        except IsADirectoryError:
+            raise UsageError(f"--log {log}: is a folder; give a log file") from None
+        except OSError as exc:
+            from ..output import reason
+
+            raise UsageError(f"--log {log}: cannot read ({reason(exc)})") from None
+        return raw.decode("utf-8", errors="replace")
+    if text is None or text == "-":
+        if stdin is None or (text is None and stdin.isatty()):
+            raise UsageError("no text to read; give the error message (attndoctor why 'No available kernel...'), "
+                             "--log FILE, or pipe the log in (... | attndoctor why -)")
+        data = stdin.read(MAX_TEXT + 1)
+        if len(data) > MAX_TEXT:
+            raise UsageError(f"standard input: larger than {MAX_TEXT >> 20} MiB; cut the part around the error")
+        return data
+    return text
+
+
+def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
+    """Find every catalogue message in the text and collect the facts they give (higher priority, then first, wins)."""
+    if not text.strip():
+        raise UsageError("the text is empty; give the error message, a log (--log FILE) or pipe one in")
+    entries = tuple(catalogue)
+    lines = tuple(line[:MAX_LINE] for line in text.splitlines())
+    hits: list[Hit] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        for entry in entries:
+            for match in entry.pattern.finditer(line):
+                groups = {k: v for k, v in match.groupdict().items() if v is not None}
+                hits.append(Hit(entry, number, match.group(0).strip(), groups))
+    facts: dict[str, Fact] = {}
+    ignored: list[str] = []
+    backends: list[str] = []
+    env_vars: dict[str, str] = {}
+    te_selected: str | None = None
+    te_available: dict[str, bool] = {}
+    te_disabled: dict[str, list[str]] = {}
+
+    def give(field: str, raw: Any, hit: Hit, priority: int | None = None) -> None:
+        value = _value(field, raw)
+        if value is None:
+            ignored.append(f"line {hit.line}: {field} {raw!r} (not understood)")
+            return
+        rank = hit.entry.priority if priority is None else priority
+        old = facts.get(field)
+        if old is None or rank > old.priority:
+            facts[field] = Fact(field, value, hit.line, hit.entry.id, rank)
+
+    for hit in hits:
+        entry = hit.entry
+        for backend in entry.backends:
+            if entry.kind != "fact" and backend not in backends and len(entry.backends) == 1:
+                backends.append(backend)
+        for group, target in entry.facts.items():
+            raw = hit.groups.get(group)
+            if raw is None:
+                continue
+            if target == "backend":
+                backend = TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower())
+                if backend and backend not in backends:
+                    backends.append(backend)
+            elif target == "selected":
+                te_selected = TE_BACKENDS.get(raw)
+            elif target == "env_var":
+                name, _, value = raw.partition("=")
+                env_vars[name] = value
+            else:
+                give(target, raw, hit)
+        for target, value in entry.sets.items():
+            if target == "backend":
+                if value not in backends:
+                    backends.append(value)
+            else:
+                give(target, value, hit)
+        if entry.parse == "te-config":
+            for key, value in _python_dict_items(hit.text):
+                target = TE_CONFIG_KEYS.get(key)
+                if target == "fp8":
+                    if value is True:
+                        give("dtype", "fp8", hit)
+                elif target is not None and value is not None:
+                    give(target, value, hit)
+        elif entry.parse == "te-backends":
+            for name, value in re.findall(r"(\w+)=(True|False)", hit.groups.get("available", "")):
+                if name in TE_BACKENDS:
+                    te_available[TE_BACKENDS[name]] = value == "True"
+        if entry.id == "TE-DEBUG-DISABLING":
+            name = hit.groups.get("te_backend", "").split()[0]
+            backend = TE_BACKENDS.get(name)
+            if backend:
+                te_disabled.setdefault(backend, []).append(hit.text)
+    if "seqlen" in facts:
+        seqlen = facts.pop("seqlen")
+        for field in ("seqlen_q", "seqlen_kv"):
+            if field not in facts or facts[field].priority < seqlen.priority:
+                facts[field] = seqlen._replace(field=field)
+    return Reading(hits=tuple(hits), facts=facts, backends=tuple(backends), env_vars=env_vars,
+                   te_selected=te_selected, te_available=te_available,
+                   te_disabled={k: tuple(v) for k, v in te_disabled.items()}, ignored=tuple(ignored), lines=lines)
+
+
+def _python_dict_items(text: str) -> Iterable[tuple[str, Any]]:
+    """The 'key': value pairs of a printed Python dict, each value read as a literal when it is one."""
+    for match in re.finditer(r"'(\w+)':\s*((?:\((?:[^()]|\([^()]*\))*\))|tensor\(\d+[^)]*\)|'[^']*'|<[^>]*>|[^,}]+)",
+                             text):
+        key, raw = match.group(1), match.group(2).strip()
+        tensor = re.match(r"tensor\((\d+)", raw)
+        if tensor:
+            yield key, int(tensor.group(1))
+            continue
+        try:
+            yield key, ast.literal_eval(raw)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            yield key, raw
+
+
+def _value(field: str, raw: Any) -> Any:
+    """A fact's value in attndoctor's vocabulary, or None when the text's value cannot be used."""
+    from ..config import DTYPE_ALIASES, DTYPES, LAYOUTS
+
+    text = str(raw).strip()
+    if field in ("batch", "heads", "kv_heads", "seqlen", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp"):
+        digits = re.match(r"\d+$", text)
+        return int(text) if digits and int(text) > 0 else None
+    if field == "dtype":
+        key = text.lower().replace("torch.", "")
+        key = DTYPE_ALIASES.get(key, DTYPE_ALIASES.get(f"torch.{key}", key))
+        return key if key in DTYPES else None
+    if field in ("train", "deterministic"):
+        return raw if isinstance(raw, bool) else {"true": True, "false": False}.get(text.lower())
+    if field == "mask":
+        return TE_MASKS.get(text, text if text in TE_MASKS.values() else None)
+    if field == "bias":
+        return TE_BIASES.get(text, text if text in TE_BIASES.values() else None)
+    if field == "layout":
+        return text if text in LAYOUTS else None
+    if field == "window":
+        if isinstance(raw, tuple) and len(raw) == 2 and all(isinstance(v, int) for v in raw):
+            return f"{raw[0]},{raw[1]}"
+        return None
+    if field in ("dropout", "softcap"):
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            return None
+    if field == "cp_comm":
+        return text if text in ("p2p", "a2a", "all_gather", "a2a+p2p") else None
+    if field == "gpu":
+        return _gpu(text)
+    if field in ENV_TARGETS:
+        if text.lower() in ("not installed", "none"):
+            return "none"
+        version = re.match(r"v?(\d+(?:\.\d+)+(?:(?:\.post|\.dev|rc|a|b)\d+)?)", text)
+        return version.group(1) if version else None
+    return raw if field in CONFIG_TARGETS else None
+
+
+def _gpu(text: str) -> str | None:
+    """A GPU name or architecture the environment understands (H100, sm90, 12.0), else None."""
+    from ..gpus import resolve_gpu
+
+    candidates = [text]
+    if re.fullmatch(r"\d{2,3}", text):
+        candidates = [f"sm{text}"]
+    elif re.fullmatch(r"\d+\.\d", text):
+        candidates = [f"sm{text.replace('.', '')}"]
+    elif re.fullmatch(r"(?i)rtx ?\d{4}", text):
+        candidates = [f"RTX {text[-4:]}", f"rtx{text[-4:]}"]
+    for candidate in candidates:
+        try:
+            resolve_gpu(candidate)
+            return candidate
+        except UsageError:
+            continue
+    return None

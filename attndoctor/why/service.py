@@ -1,0 +1,155 @@
+"""`why` as a service: read the text, merge its facts with the machine's, run the engine, rank the explanations."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple, Sequence
+
+from ..errors import UsageError
+from .catalogue import CONFIG_TARGETS, ENV_TARGETS
+from .matcher import CAUSE_AT, Candidate, rank
+from .reader import Reading, read_text
+
+FLAGS = {"sm": "--gpu", "arch": "--gpu", "gpu": "--gpu", "seqlen_q": "--seqlen-q", "seqlen_kv": "--seqlen-kv",
+         "window_left": "--window", "window_right": "--window", "qkv_format": "--layout", "layout": "--layout",
+         "train": "--train/--infer", "flash_attn_3": "--flash-attn-3", "flash_attn_4": "--flash-attn-4",
+         "cudnn_frontend": "--cudnn-frontend", "flash_attn": "--flash-attn"}
+"""A missing fact -> the flag that gives it ("give --cudnn")."""
+CLOSE = 1.5
+"""Candidates within this many points of the best one leave the answer ambiguous."""
+
+
+class WhyAnswer(NamedTuple):
+    """Everything `why` found: what the text says, the config and machine it describes, and the ranked causes."""
+
+    reading: Reading
+    config: Any
+    environment: Any
+    result: Any
+    candidates: tuple[Candidate, ...]
+    settle: tuple[str, ...]
+    dropped: tuple[str, ...]
+    te: Mapping[str, Any] | None
+    rule_count: int
+
+    @property
+    def cause(self) -> Candidate | None:
+        """The likely cause, when the best candidate explains the text well enough."""
+        return self.candidates[0] if self.candidates and self.candidates[0].score >= CAUSE_AT else None
+
+    @property
+    def alternatives(self) -> tuple[Candidate, ...]:
+        """The other candidates close to the cause."""
+        if not self.cause:
+            return ()
+        return tuple(c for c in self.candidates[1:] if c.score >= CAUSE_AT and self.cause.score - c.score < CLOSE)
+
+
+def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | None = None,
+                 env_vars: Mapping[str, str] | None = None, config_flags: Mapping[str, Any] | None = None,
+                 rules_dir: str | None = None,
+                 install_findings: Sequence[Mapping[str, Any]] = ()) -> WhyAnswer:
+    """Answer `why` for a text. Flags beat the text, the text beats the machine (`base_env`).
+
+    `install_findings` are findings about the installed binaries (an extension built for other GPUs or another
+    torch), each a mapping with id, title, message, fix and optionally backends/references; they join the candidates.
+    """
+    from ..config import make_config
+    from ..engine.rules import load_rulebase
+    from ..environment import environment_from_flags
+    from ..services import diagnose_many
+    from .catalogue import catalogue_path, check_links, load_catalogue
+
+    base = load_rulebase(rules_dir)
+    catalogue = load_catalogue(str(catalogue_path(rules_dir)))
+    check_links(catalogue, {r.id for r in base.rules}, set(base.backend_ids))
+    reading = read_text(text, catalogue)
+    dropped = list(reading.ignored)
+
+    env = base_env
+    for field in ENV_TARGETS:
+        fact = reading.facts.get(field)
+        if fact is None:
+            continue
+        try:
+            env = environment_from_flags({field: fact.value}, base=env)
+        except UsageError:
+            dropped.append(f"line {fact.line}: {field} {fact.value!r} (not a version or GPU attndoctor knows)")
+    if reading.env_vars or env_vars:
+        env = environment_from_flags({"env_vars": {**reading.env_vars, **(env_vars or {})}}, base=env)
+    explicit = {k: v for k, v in (env_flags or {}).items() if v is not None}
+    if explicit:
+        env = environment_from_flags(explicit, base=env)
+
+    values: dict[str, Any] = {}
+    for field in CONFIG_TARGETS:
+        fact = reading.facts.get(field)
+        if fact is None:
+            continue
+        partners = {k: reading.facts[k].value for k in ("heads", "hdim") if k in reading.facts and k != field}
+        try:
+            make_config({**partners, field: fact.value})
+        except UsageError:
+            dropped.append(f"line {fact.line}: {field} {fact.value!r} (not a valid value)")
+            continue
+        values[field] = fact.value
+    flags = {k: v for k, v in (config_flags or {}).items() if v not in (None, False)}
+    if (config_flags or {}).get("train") is False:
+        flags["train"] = False
+    if "seqlen" in flags:
+        values.pop("seqlen_q", None), values.pop("seqlen_kv", None)
+    config = make_config({**values, **flags})
+    report = diagnose_many([config], env, command="why", rules_dir=rules_dir)
+    result = report.results[0]
+    candidates = tuple(rank(reading=reading, rules=base.rules, result=result, install_findings=install_findings))
+    answer = WhyAnswer(reading=reading, config=config, environment=env, result=result, candidates=candidates,
+                       settle=(), dropped=tuple(dropped), te=_te_story(reading, result), rule_count=len(base.rules))
+    return answer._replace(settle=_settle(answer))
+
+
+def _settle(answer: WhyAnswer) -> tuple[str, ...]:
+    """The flags that would decide between the candidates (or decide whether the cause applies)."""
+    cause = answer.cause
+    if cause is None:
+        return ()
+    pool = (cause,) + answer.alternatives
+    out: list[str] = []
+    for candidate in pool:
+        for name in candidate.missing:
+            if name.startswith("env("):
+                flag = f"--set-env {name[5:-2]}=..." if name.endswith("')") else "--set-env"
+            else:
+                flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+            if flag not in out:
+                out.append(flag)
+    return tuple(out)
+
+
+def _te_story(reading: Reading, result: Any) -> dict[str, Any] | None:
+    """What TransformerEngine's debug lines say it did, beside what the rules predict it does."""
+    te_lines = [h for h in reading.hits if h.entry.library == "transformer-engine" and h.entry.kind == "log"]
+    if not te_lines:
+        return None
+    selection = next((s for s in result.selected if s.framework == "transformer-engine"), None)
+    backends: dict[str, Any] = {}
+    for backend_id in ("te-flash", "te-fused", "te-unfused"):
+        try:
+            verdict = result.verdict(backend_id)
+        except StopIteration:
+            continue
+        blocking = [f for f in verdict.findings if f.applies is not False and f.blocking]
+        backends[backend_id] = {
+            "log_available": reading.te_available.get(backend_id),
+            "log_disabled": list(reading.te_disabled.get(backend_id, ())),
+            "status": verdict.status,
+            "rules": [f.id for f in blocking],
+            "why": blocking[0].message if blocking else "",
+        }
+    predicted = selection.backend if selection else None
+    return {
+        "config_from_log": any(h.entry.parse == "te-config" for h in te_lines),
+        "log_selected": reading.te_selected,
+        "predicted": predicted,
+        "predicted_status": selection.status if selection else None,
+        "agrees": None if reading.te_selected is None or predicted is None else reading.te_selected == predicted,
+        "backends": backends,
+    }
