@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Mapping, NamedTuple
 
 from ..environment import Environment
-from ._run import note
 
 # --- what to inspect -------------------------------------------------------------------------------------------
 
@@ -149,17 +148,21 @@ def fatbin_archs(stream: IO[bytes], offset: int, size: int) -> tuple[set[int], s
 
 
 def _next_magic(stream: IO[bytes], pos: int, end: int) -> int | None:
-    """The offset of the next container's magic at or after `pos` (containers are padded apart), or None."""
+    """The offset of the next container's magic after `pos` (containers are padded apart by a few bytes), or None;
+    reads a small window first, a larger one only when the gap is long."""
     magic = struct.pack("<I", FATBIN_MAGIC)
-    while pos < end:
-        stream.seek(pos)
-        chunk = stream.read(min(_SCAN, end - pos) + 3)
-        at = chunk.find(magic, 1 if chunk[:4] != magic else 0)
+    window = 256
+    start = pos + 1
+    while start < end:
+        stream.seek(start)
+        chunk = stream.read(min(window, end - start))
+        at = chunk.find(magic)
         if at >= 0:
-            return pos + at
-        if len(chunk) <= 3:
+            return start + at
+        if len(chunk) < 4:
             return None
-        pos += len(chunk) - 3
+        start += len(chunk) - 3
+        window = min(window * 4, _SCAN)
     return None
 
 
@@ -593,7 +596,11 @@ def annotate(env: Environment) -> None:
         found = entry_findings(entry, sm=env.sm, gpu=env.gpu, torch_version=torch_version)
         entries.append({**entry, "findings": found})
         for f in found:
-            env.notes.append(note("binary", f["severity"], f"{f['message']}; fix: {f['fix']}"))
+            if entry.get("package") == "torch" and f["kind"] == "arch" and env.api.get("torch.arch_supported") is False:
+                continue  # the probe's cross-check already says so, from torch's own arch list
+            # not note(): its 400-character clip would cut the fix off; a finding's length is bounded by its parts
+            message = f"{f['message']}; fix: {f['fix']}"
+            env.notes.append({"kind": "binary", "severity": f["severity"], "message": message})
     if env.binaries is not None:
         env.binaries = entries
 
