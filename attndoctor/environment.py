@@ -92,7 +92,7 @@ class Environment:
                  import_errors: dict[str, str] | None = None, api: dict[str, bool] | None = None,
                  env_vars: dict[str, str] | None = None, torch_arch_list: list[str] | None = None,
                  torch_cuda_available: bool | None = None, cudnn_compiled: str | None = None, no_gpu: bool = False,
-                 notes: list[dict[str, str]] | None = None) -> None:
+                 notes: list[dict[str, str]] | None = None, binaries: list[dict[str, Any]] | None = None) -> None:
         self.source = source
         self.gpu = gpu
         self.sm = sm
@@ -106,6 +106,8 @@ class Environment:
         self.cudnn_compiled = cudnn_compiled
         self.no_gpu = no_gpu
         self.notes: list[dict[str, str]] = [] if notes is None else notes
+        self.binaries = binaries
+        """Compiled extensions read by the probe (probe/binaries.py): archs, ABI status, findings; None: not read."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Environment) and vars(self) == vars(other)
@@ -158,6 +160,7 @@ class Environment:
             "cudnn_compiled": self.cudnn_compiled,
             "no_gpu": self.no_gpu,
             "notes": list(self.notes),
+            **({"binaries": list(self.binaries)} if self.binaries is not None else {}),
         }
 
 
@@ -171,7 +174,7 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
     if not isinstance(data, Mapping):
         raise UsageError(f"{where}: expected a JSON object with an 'environment' object")
     known = {"source", "gpu", "sm", "gpus", "versions", "import_errors", "api", "env_vars", "torch_arch_list",
-             "torch_cuda_available", "cudnn_compiled", "no_gpu", "notes"}
+             "torch_cuda_available", "cudnn_compiled", "no_gpu", "notes", "binaries"}
     extra = sorted(set(data) - known)
     if extra:
         raise UsageError(f"{where}: unknown environment key {extra[0]!r}; accepted: {', '.join(sorted(known))}")
@@ -211,6 +214,10 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
         notes = data.get("notes") or []
         if not isinstance(notes, list):
             raise UsageError(f"{where}: notes: expected a list")
+        binaries = data.get("binaries")
+        if binaries is not None and (not isinstance(binaries, list) or
+                                     not all(isinstance(b, Mapping) for b in binaries)):
+            raise UsageError(f"{where}: binaries: expected a list of objects")
         return Environment(
             source=str(data.get("source") or "env-file"),
             gpu=gpu,
@@ -225,6 +232,7 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
             cudnn_compiled=data.get("cudnn_compiled"),
             no_gpu=bool(data.get("no_gpu", False)),
             notes=[n for n in notes if isinstance(n, Mapping)],
+            binaries=None if binaries is None else [dict(b) for b in binaries],
         )
     except (TypeError, ValueError) as exc:
         if isinstance(exc, UsageError):

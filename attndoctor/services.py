@@ -84,7 +84,12 @@ def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
     values = {k: v for k, v in facts.items() if v is not None}
     if env_vars:
         values["env_vars"] = dict(env_vars)
-    return environment_from_flags(values, base=base)
+    env = environment_from_flags(values, base=base)
+    if base is not None and env.binaries and (env.sm, env.gpu) != (base.sm, base.gpu):
+        from .probe.binaries import reannotate
+
+        reannotate(env)
+    return env
 
 
 def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:

@@ -14,6 +14,8 @@ from ..environment import ABSENT, Environment, parse_version
 from ..words import plural
 from ._run import Part, note
 from .api import probe_api
+from .binaries import annotate as annotate_binaries
+from .binaries import probe_binaries
 from .cudnn_lib import probe_cudnn_library
 from .envvars import probe_env_vars
 from .nvml import probe_nvml
@@ -60,6 +62,7 @@ def _probe(env: Environment, timeout: float, use_cache: bool) -> None:
                                           query_device=not nvml_knows_gpu, use_cache=use_cache)),
         Part("cudnn", lambda: probe_cudnn_library(sub)),
         Part("api", lambda: probe_api(versions)),
+        Part("binaries", lambda: probe_binaries(use_cache=use_cache)),
     ]
     for fact, module in IMPORT_CHECKS:
         # package_versions leaves a fact out only when the module is there without metadata: check it too.
@@ -95,11 +98,14 @@ def _probe(env: Environment, timeout: float, use_cache: bool) -> None:
             _merge(env, results[part.name])
     if "api" in results:
         _merge(env, results["api"])
+    if "binaries" in results:
+        env.binaries = results["binaries"]
     env_vars = _guard(env, "env vars", probe_env_vars)
     if env_vars is not None:
         _merge(env, env_vars)
     env.no_gpu = bool("nvml" in results and results["nvml"][0].no_gpu and env.gpu is None)
     _guard(env, "cross-checks", lambda: _cross_check(env, cuda_driver))
+    _guard(env, "binaries", lambda: annotate_binaries(env))
 
 
 def _import_job(fact: str, module: str, timeout: float, version: str | None) -> Callable[[], Environment]:

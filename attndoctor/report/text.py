@@ -60,9 +60,39 @@ def environment_lines(env: Environment) -> list[Text]:
     set_vars = {k: v for k, v in env.env_vars.items() if k.startswith(("NVTE_", "TORCH_CUDNN", "CUDNN_"))}
     if set_vars:
         lines.append(Text("  env: " + " ".join(f"{k}={v}" for k, v in sorted(set_vars.items())), style="dim"))
+    lines.extend(binary_lines(env))
     for note in env.notes:
         style = {"error": "red", "warning": "yellow"}.get(note.get("severity", ""), "dim")
         lines.append(Text(f"  {note.get('severity', 'info')}: {note.get('message', '')}", style=style))
+    return lines
+
+
+ABI_WORDS = {
+    "ok": "torch symbols resolve",
+    "unresolved": "torch symbols UNRESOLVED",
+    "unknown": "torch symbols not checked (torch's libraries not found)",
+}
+
+
+def binary_lines(env: Environment) -> list[Text]:
+    """One line per compiled extension the probe read: the archs of its device code and its torch ABI status."""
+    lines = []
+    for entry in env.binaries or []:
+        name = " ".join(str(x) for x in (entry.get("label"), entry.get("version")) if x)
+        line = Text(f"  binary {name} {entry.get('file', '')}: ")
+        if entry.get("error"):
+            line.append(f"unreadable ({entry['error']})")
+        else:
+            sass = " ".join(f"sm{a}" for a in entry.get("sass") or []) or "none"
+            ptx = " ".join(f"sm{a}" for a in entry.get("ptx") or []) or "none"
+            parts = [f"SASS {sass}, PTX {ptx}" if entry.get("device_code") else "no device code"]
+            abi = ABI_WORDS.get(str(entry.get("abi")))
+            if abi:
+                parts.append(abi + (f" ({entry.get('unresolved_count')})" if entry.get("abi") == "unresolved" else ""))
+            line.append("; ".join(parts))
+        severities = {f.get("severity") for f in entry.get("findings") or []}
+        line.style = "red" if "error" in severities else "yellow" if "warning" in severities else "dim"
+        lines.append(line)
     return lines
 
 

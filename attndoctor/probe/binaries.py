@@ -1,0 +1,623 @@
+"""Broken installs read from the compiled extensions themselves, without importing them: the GPU architectures
+their device code was built for, and whether their torch symbols resolve against the installed libtorch.
+
+A wheel built for other GPUs fails at the first kernel launch ("no kernel image is available for execution on the
+device"); one built against another torch fails at import ("undefined symbol: _ZN3c10..."). Both show in the
+shared objects, so `check` and `why` can name the cause and the fix before anything runs. Never raises: a file that
+cannot be read is a fact to report.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+from typing import IO, Any, Iterable, Mapping, NamedTuple
+
+from ..environment import Environment
+
+# --- what to inspect -------------------------------------------------------------------------------------------
+
+
+class Target(NamedTuple):
+    """A package whose compiled extensions are inspected: the distributions that ship it and its shared objects."""
+
+    key: str
+    label: str
+    dists: tuple[str, ...]
+    pattern: str
+    """A regular expression over the file's path inside site-packages."""
+    pip: str
+    arch_hint: str
+    """How to build it for another GPU; {sm} and {cc} (12.0) are filled in."""
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("flash_attn", "flash-attn", ("flash-attn", "flash_attn"), r"(^|/)flash_attn_2_cuda[^/]*\.so$",
+           "flash-attn",
+           # FLASH_ATTN_CUDA_ARCHS: Dao-AILab/flash-attention setup.py (semicolon-separated, e.g. "80;90;120")
+           "FLASH_ATTN_CUDA_ARCHS={sm} pip install --no-build-isolation --no-cache-dir flash-attn"),
+    Target("flash_attn_3", "flash-attn 3", ("flash-attn-3", "flash_attn_3", "flashattn-hopper"),
+           r"(^|/)(flash_attn_3[^/]*\.so|flash_attn_3/_C[^/]*\.so|flashattn_hopper[^/]*\.so)$",
+           "flash-attn-3",
+           "build it from the flash-attention repository's hopper/ folder with TORCH_CUDA_ARCH_LIST={cc}"),
+    Target("flash_attn_4", "flash-attn 4", ("flash-attn-4",), r"\.so$", "flash-attn-4",
+           "flash-attn 4 compiles its kernels at run time (CuTe DSL): upgrade it to a release that supports sm{sm}"),
+    Target("te", "TransformerEngine",
+           ("transformer-engine", "transformer_engine", "transformer-engine-cu12", "transformer_engine_cu12",
+            "transformer-engine-cu13", "transformer_engine_cu13", "transformer-engine-torch",
+            "transformer_engine_torch"),
+           r"(^|/)(lib)?transformer_engine[^/]*\.so(\.[0-9.]+)?$", "transformer-engine[pytorch]",
+           # NVTE_CUDA_ARCHS: NVIDIA/TransformerEngine build_tools/utils.py cuda_archs()
+           "NVTE_CUDA_ARCHS={sm} pip install --no-build-isolation 'transformer-engine[pytorch]'"),
+    Target("cudnn_frontend", "cudnn-frontend", ("nvidia-cudnn-frontend", "nvidia_cudnn_frontend"),
+           r"(^|/)cudnn/_compiled_module[^/]*\.so$", "nvidia-cudnn-frontend",
+           "pip install --force-reinstall nvidia-cudnn-frontend (a release whose wheel supports sm{sm})"),
+    Target("xformers", "xformers", ("xformers",), r"(^|/)xformers/_C[^/]*\.so$", "xformers",
+           "TORCH_CUDA_ARCH_LIST={cc} pip install --no-build-isolation -v -U "
+           "git+https://github.com/facebookresearch/xformers.git@main#egg=xformers"),
+    Target("torch", "PyTorch", ("torch",), r"(^|/)torch/lib/libtorch_cuda\.so$", "torch",
+           "install a torch build whose CUDA supports sm{sm} (see https://pytorch.org/get-started/locally/)"),
+)
+"""Inspected packages; torch's own libtorch_cuda.so is there for reference (its ABI is what the others need)."""
+
+TORCH_LIBS = ("libc10.so", "libc10_cuda.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch.so",
+              "libtorch_python.so")
+"""The libraries of torch/lib/ whose exported symbols extensions link against."""
+
+_TORCH_SYMBOL = re.compile(rb"^_Z(?:T[IVS])?N?K?(?:3c10|2at|5torch|6caffe2)(?=[0-9A-Z])")
+"""Mangled names in the namespaces torch defines (c10::, at::, torch::, caffe2::), methods and typeinfo included."""
+
+SHOWN_SYMBOLS = 3
+"""Unresolved symbols named in a report entry; the count says how many there are."""
+
+# --- the fatbinary container ------------------------------------------------------------------------------------
+#
+# Layout of .nv_fatbin (and __nv_relfatbin): one or more containers, each a 16-byte header
+#   u32 magic 0xBA55ED50, u16 version (1), u16 header size (16), u64 size of what follows the header
+# (NVIDIA's fatbinary.h, struct fatBinaryHeader, shipped with the CUDA 8-11 toolkits), then entries, each
+#   u16 kind (1 = PTX, 2 = ELF cubin, i.e. SASS), u16 version, u32 entry header size, u32 padded payload size,
+#   u32 -, u32 payload size, u32 -, u32 -, u32 arch (80 for sm_80), u32 -, u32 -, u64 flags
+#   (0x1 64-bit, 0x2000 LZ4-compressed, 0x8000 zstd-compressed payload), ...
+# with the next entry at entry + header size + padded payload size. Public descriptions of the entry layout:
+# vosen/ZLUDA dark_api/src/fatbin.rs (FatbinFileHeader, commit 6f068f2737970cb2745748101b611eb3f3934723) and
+# GrigoryEvko/nvopen-tools fatbin/FORMAT_SPECIFICATION.md (commit 3b50e20e542bdef410c00d1f75cbc169b70dd15f), both
+# read off cuobjdump. Only the kind and the arch are used here; payloads are skipped, never decompressed.
+
+FATBIN_MAGIC = 0xBA55ED50
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+KIND_PTX = 1
+KIND_SASS = (2, 4, 0x10)
+"""Entry kinds of machine code: ELF cubin, the old cubin, and the ELF variant cuobjdump also counts."""
+_HEADER = struct.Struct("<IHHQ")
+_ENTRY = struct.Struct("<HHIIIIIII")  # kind, version, header size, padded size, -, payload size, -, -, arch
+_SCAN = 1 << 16
+
+
+def fatbin_archs(stream: IO[bytes], offset: int, size: int) -> tuple[set[int], set[int]]:
+    """The SASS and PTX archs in the fatbinary containers between `offset` and `offset + size` of `stream`.
+
+    Reads only the headers. Raises ValueError when the section holds no container or one is cut short.
+    """
+    sass: set[int] = set()
+    ptx: set[int] = set()
+    end = offset + size
+    pos = offset
+    containers = 0
+    while pos + _HEADER.size <= end:
+        stream.seek(pos)
+        raw = stream.read(_HEADER.size)
+        if len(raw) < _HEADER.size:
+            raise ValueError(f"fatbinary cut short at byte {pos}")
+        magic, _version, header_size, fat_size = _HEADER.unpack(raw)
+        if magic != FATBIN_MAGIC:
+            found = _next_magic(stream, pos, end)
+            if found is None:
+                break
+            pos = found
+            continue
+        containers += 1
+        body = pos + max(header_size, _HEADER.size)
+        stop = body + fat_size
+        if stop > end:
+            raise ValueError(f"fatbinary container at byte {pos - offset} runs past the section's end")
+        entry = body
+        while entry + _ENTRY.size <= stop:
+            stream.seek(entry)
+            head = stream.read(_ENTRY.size)
+            if len(head) < _ENTRY.size:
+                raise ValueError(f"fatbinary entry cut short at byte {entry}")
+            kind, _v, entry_size, padded, _u, _payload, _u2, _u3, arch = _ENTRY.unpack(head)
+            if entry_size == 0:
+                break
+            if kind == KIND_PTX:
+                ptx.add(arch)
+            elif kind in KIND_SASS:
+                sass.add(arch)
+            entry += entry_size + padded
+        pos = stop
+    if containers == 0:
+        raise ValueError("no fatbinary container (magic 0xBA55ED50) in the section")
+    return sass, ptx
+
+
+def _next_magic(stream: IO[bytes], pos: int, end: int) -> int | None:
+    """The offset of the next container's magic after `pos` (containers are padded apart by a few bytes), or None;
+    reads a small window first, a larger one only when the gap is long."""
+    magic = struct.pack("<I", FATBIN_MAGIC)
+    window = 256
+    start = pos + 1
+    while start < end:
+        stream.seek(start)
+        chunk = stream.read(min(window, end - start))
+        at = chunk.find(magic)
+        if at >= 0:
+            return start + at
+        if len(chunk) < 4:
+            return None
+        start += len(chunk) - 3
+        window = min(window * 4, _SCAN)
+    return None
+
+
+# --- reading one shared object ----------------------------------------------------------------------------------
+
+
+class DynamicSymbols:
+    """A shared object's dynamic symbol table (.dynsym, .dynstr, .gnu.hash), located by pyelftools and read through
+    a memory map: only the entries and names asked for are touched, so libtorch_cpu.so's 100,000-odd exports cost
+    nothing until looked up."""
+
+    _SYM = struct.Struct("<IBBHQQ")  # Elf64_Sym: st_name, st_info, st_other, st_shndx, st_value, st_size
+
+    def __init__(self, path: str) -> None:
+        import mmap  # noqa: PLC0415
+
+        from elftools.elf.elffile import ELFFile  # noqa: PLC0415 - only `check` and `why` read ELF files
+
+        self.handle = open(path, "rb")  # noqa: SIM115 - closed by close()
+        try:
+            self.elf = ELFFile(self.handle)
+            self._map = mmap.mmap(self.handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            self.handle.close()
+            raise
+        self._fast = self.elf.elfclass == 64 and self.elf.little_endian
+        dynsym = self.elf.get_section_by_name(".dynsym")
+        self._dynsym = dynsym
+        self._sym_at = dynsym["sh_offset"] if dynsym is not None else 0
+        self._sym_count = dynsym.num_symbols() if dynsym is not None else 0
+        strtab = self.elf.get_section(dynsym["sh_link"]) if dynsym is not None else None
+        self._str_at = strtab["sh_offset"] if strtab is not None else 0
+        self._hash: tuple[int, int, int, int] | None = None
+        self._slow_names: set[str] | None = None
+        table = self.elf.get_section_by_name(".gnu.hash")
+        if self._fast and table is not None and dynsym is not None:
+            at = table["sh_offset"]
+            nbuckets, symoffset, bloom_size, _shift = struct.unpack_from("<IIII", self._map, at)
+            buckets = at + 16 + 8 * bloom_size
+            self._hash = (nbuckets, symoffset, buckets, buckets + 4 * nbuckets)
+
+    def close(self) -> None:
+        try:
+            self._map.close()
+        finally:
+            self.handle.close()
+
+    def _name(self, st_name: int) -> bytes:
+        start = self._str_at + st_name
+        return self._map[start:self._map.find(b"\0", start)]
+
+    def torch_undefined(self) -> list[str]:
+        """Undefined, non-weak symbols in torch's namespaces (a weak one may stay unresolved)."""
+        if self._dynsym is None:
+            return []
+        if not self._fast:
+            return [s.name for s in self._dynsym.iter_symbols() if s["st_shndx"] == "SHN_UNDEF"
+                    and s["st_info"]["bind"] == "STB_GLOBAL" and _TORCH_SYMBOL.match(s.name.encode())]
+        out = []
+        size = self._SYM.size
+        table = self._map[self._sym_at:self._sym_at + self._sym_count * size]
+        for st_name, st_info, _other, shndx, _value, _size in self._SYM.iter_unpack(table):
+            if shndx != 0 or st_info >> 4 != 1:  # SHN_UNDEF, STB_GLOBAL
+                continue
+            at = self._str_at + st_name
+            if self._map[at:at + 2] != b"_Z":
+                continue
+            name = self._name(st_name)
+            if _TORCH_SYMBOL.match(name):
+                out.append(name.decode("ascii", "replace"))
+        return out
+
+    def defines(self, name: str) -> bool:
+        """Whether the file exports `name` (defined, global, weak or unique), found as the dynamic loader finds it:
+        through the GNU hash table (https://flapenguin.me/elf-dt-gnu-hash)."""
+        if self._hash is None:
+            return self._defines_slow(name)
+        nbuckets, symoffset, buckets, chains = self._hash
+        raw = name.encode()
+        h = 5381
+        for byte in raw:
+            h = (h * 33 + byte) & 0xFFFFFFFF
+        index = struct.unpack_from("<I", self._map, buckets + 4 * (h % nbuckets))[0] if nbuckets else 0
+        if index < symoffset or index == 0:
+            return False
+        while index < self._sym_count:
+            chain = struct.unpack_from("<I", self._map, chains + 4 * (index - symoffset))[0]
+            if chain | 1 == h | 1:
+                st_name, st_info, _other, shndx, _value, _size = self._SYM.unpack_from(
+                    self._map, self._sym_at + index * self._SYM.size)
+                at = self._str_at + st_name
+                if self._map[at:at + len(raw) + 1] == raw + b"\0":
+                    return shndx != 0 and st_info >> 4 in (1, 2, 10)
+            if chain & 1:
+                return False
+            index += 1
+        return False
+
+    def _defines_slow(self, name: str) -> bool:
+        if self._slow_names is None:
+            self._slow_names = set()
+            if self._dynsym is not None:
+                self._slow_names = {s.name for s in self._dynsym.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"
+                                    and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE")}
+        return name in self._slow_names
+
+
+class TorchExports:
+    """The symbols the installed torch libraries export; each library is opened at its first lookup."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = [p for p in paths if os.path.isfile(p)]
+        self._tables: list[DynamicSymbols] | None = None
+        self.errors: list[str] = []
+
+    def _open(self) -> list[DynamicSymbols]:
+        if self._tables is None:
+            self._tables = []
+            for path in self.paths:
+                try:
+                    self._tables.append(DynamicSymbols(path))
+                except Exception as exc:  # noqa: BLE001 - a torch library that cannot be read: say so, go on
+                    self.errors.append(f"{os.path.basename(path)}: {_why(exc)}")
+        return self._tables
+
+    def defines(self, name: str) -> bool:
+        return any(table.defines(name) for table in self._open())
+
+    def close(self) -> None:
+        for table in self._tables or []:
+            try:
+                table.close()
+            except (OSError, ValueError):
+                pass
+        self._tables = None
+
+
+def read_binary(path: str, torch: TorchExports | None) -> dict[str, Any]:
+    """The facts of one shared object: its device code's archs and whether its torch symbols resolve.
+
+    `abi` is ok, unresolved, no-torch-symbols (it uses none of torch), unknown (no torch libraries to check against)
+    or null (not checked: torch's own library). Never raises: an unreadable file has `error` set.
+    """
+    facts: dict[str, Any] = {"sass": [], "ptx": [], "device_code": False, "abi": None, "unresolved": [],
+                             "unresolved_count": 0, "error": None}
+    if importlib.util.find_spec("elftools") is None:
+        facts["error"] = "pyelftools is not installed (pip install pyelftools)"
+        return facts
+    try:
+        symbols = DynamicSymbols(path)
+    except Exception as exc:  # noqa: BLE001 - not an ELF file, cut short, unreadable: pyelftools raises many kinds
+        facts["error"] = _why(exc)
+        return facts
+    try:
+        sass: set[int] = set()
+        ptx: set[int] = set()
+        for name in FATBIN_SECTIONS:
+            section = symbols.elf.get_section_by_name(name)
+            if section is None or section["sh_type"] == "SHT_NOBITS" or not section["sh_size"]:
+                continue
+            facts["device_code"] = True
+            s, p = fatbin_archs(symbols.handle, section["sh_offset"], section["sh_size"])
+            sass |= s
+            ptx |= p
+        facts["sass"], facts["ptx"] = sorted(sass), sorted(ptx)
+        if torch is not None:
+            needed = symbols.torch_undefined()
+            if not needed:
+                facts["abi"] = "no-torch-symbols"
+            elif not torch.paths:
+                facts["abi"] = "unknown"
+            else:
+                missing = [n for n in needed if not torch.defines(n)]
+                facts["abi"] = "unresolved" if missing else "ok"
+                facts["unresolved"] = missing[:SHOWN_SYMBOLS]
+                facts["unresolved_count"] = len(missing)
+    except Exception as exc:  # noqa: BLE001 - a malformed file is a fact; pyelftools raises construct errors
+        facts["error"] = _why(exc)
+    finally:
+        symbols.close()
+    return facts
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# --- finding the files ------------------------------------------------------------------------------------------
+
+
+def _distribution(names: Iterable[str]) -> Any:
+    for name in names:
+        try:
+            return metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception:  # noqa: BLE001 - a malformed dist-info is as good as none
+            continue
+    return None
+
+
+def _shared_objects(target: Target) -> list[tuple[str, str | None]]:
+    """(path, version) of the target's shared objects, from its distributions' file lists (RECORD)."""
+    found: list[tuple[str, str | None]] = []
+    seen: set[str] = set()
+    pattern = re.compile(target.pattern)
+    for name in target.dists:
+        dist = _distribution([name])
+        if dist is None:
+            continue
+        try:
+            version = dist.version
+            if target.key == "torch":
+                files = [dist.locate_file("torch/lib/libtorch_cuda.so")]
+            else:
+                files = [dist.locate_file(f) for f in (dist.files or []) if pattern.search(str(f).replace(os.sep, "/"))]
+        except Exception:  # noqa: BLE001
+            continue
+        for path in files:
+            text = str(path)
+            real = os.path.realpath(text)
+            if real in seen or not os.path.isfile(text):
+                continue
+            seen.add(real)
+            found.append((text, version))
+    if not found and target.key == "flash_attn_3":
+        found = _module_only(("flash_attn_3", "flash_attn_interface"), pattern)
+    return found
+
+
+def _module_only(modules: Iterable[str], pattern: re.Pattern[str]) -> list[tuple[str, str | None]]:
+    """Shared objects beside a module installed without metadata (FA3 built from source), found without importing."""
+    for module in modules:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError, AttributeError):
+            continue
+        if spec is None or not spec.origin:
+            continue
+        folder = Path(spec.origin).parent
+        if spec.submodule_search_locations:
+            folder = folder.parent
+        hits = [p for p in sorted(folder.glob("**/*.so")) if pattern.search(p.relative_to(folder).as_posix())]
+        if hits:
+            return [(str(p), None) for p in hits[:4]]
+    return []
+
+
+def torch_library_paths() -> list[str]:
+    """torch/lib's libraries that extensions link against, from torch's distribution (nothing imported)."""
+    dist = _distribution(["torch"])
+    if dist is None:
+        return []
+    out = []
+    for name in TORCH_LIBS:
+        try:
+            path = str(dist.locate_file(f"torch/lib/{name}"))
+        except Exception:  # noqa: BLE001
+            continue
+        if os.path.isfile(path):
+            out.append(path)
+    return out
+
+
+# --- the probe step ---------------------------------------------------------------------------------------------
+
+
+def probe_binaries(*, use_cache: bool = True) -> list[dict[str, Any]]:
+    """One entry per inspected shared object: package, version, file, path, archs, ABI status. Never raises."""
+    try:
+        return _probe_binaries(use_cache)
+    except Exception as exc:  # noqa: BLE001 - a probe bug is a fact, not a traceback
+        return [{"package": "?", "label": "?", "version": None, "file": "", "path": "", "sass": [], "ptx": [],
+                 "device_code": False, "abi": None, "unresolved": [], "unresolved_count": 0,
+                 "error": f"inspecting the installed binaries failed: {type(exc).__name__}: {exc}"}]
+
+
+def _probe_binaries(use_cache: bool) -> list[dict[str, Any]]:
+    libs = torch_library_paths()
+    torch_stamp = "|".join(_stamp(p) for p in libs)
+    cache_path = _cache_file() if use_cache else None
+    cached = _read_cache(cache_path)
+    fresh: dict[str, Any] = {}
+    exports = TorchExports(libs)
+    entries = []
+    try:
+        for target in TARGETS:
+            for path, version in _shared_objects(target):
+                stamp = f"{_stamp(path)}#{torch_stamp}" if target.key != "torch" else _stamp(path)
+                hit = cached.get(path)
+                if isinstance(hit, dict) and hit.get("stamp") == stamp and isinstance(hit.get("facts"), dict):
+                    facts = hit["facts"]
+                else:
+                    facts = read_binary(path, None if target.key == "torch" else exports)
+                    if exports.errors and facts.get("abi") == "ok":
+                        facts["abi"] = "unknown"
+                fresh[path] = {"stamp": stamp, "facts": facts}
+                entries.append({"package": target.key, "label": target.label, "version": version,
+                                "file": os.path.basename(path), "path": path, **facts})
+    finally:
+        exports.close()
+    if cache_path is not None and fresh != {k: cached.get(k) for k in fresh}:
+        _write_cache(cache_path, fresh)
+    return entries
+
+
+def _stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _cache_file() -> Path | None:
+    from .._toml import _cache_dir  # noqa: PLC0415
+
+    folder = _cache_dir()
+    return None if folder is None else folder.parent / "binaries-v1.json"
+
+
+def _read_cache(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# --- findings ---------------------------------------------------------------------------------------------------
+
+
+def _archs(values: Iterable[int]) -> str:
+    values = list(values)
+    return ", ".join(f"sm{v}" for v in values) if values else "none"
+
+
+def runs_on(entry: Mapping[str, Any], sm: int) -> tuple[bool | None, bool]:
+    """(whether the entry's device code runs on compute capability `sm`, whether only through PTX JIT); None when
+    it has no device code."""
+    from .torch_info import arch_supported  # noqa: PLC0415
+
+    sass, ptx = list(entry.get("sass") or []), list(entry.get("ptx") or [])
+    if not entry.get("device_code") or not (sass or ptx):
+        return None, False
+    native = arch_supported(sm, [f"sm_{a}" for a in sass]) if sass else False
+    if native:
+        return True, False
+    jit = arch_supported(sm, [f"compute_{a}" for a in ptx]) if ptx else False
+    return bool(jit), bool(jit)
+
+
+def entry_findings(entry: Mapping[str, Any], *, sm: int | None, gpu: str | None,
+                   torch_version: str | None = None) -> list[dict[str, str]]:
+    """What is wrong with one inspected shared object on GPU `sm`, each with its fix, in users' words."""
+    target = next((t for t in TARGETS if t.key == entry.get("package")), None)
+    label = entry.get("label") or entry.get("package") or "?"
+    name = f"{label} {entry['version']}" if entry.get("version") else str(label)
+    file = entry.get("file") or "?"
+    pip = target.pip if target else str(label)
+    out: list[dict[str, str]] = []
+    if entry.get("error"):
+        out.append({"kind": "unreadable", "severity": "warning",
+                    "message": f"{name}: {file} cannot be read as a shared object ({entry['error']}): the "
+                               "install is damaged or incomplete",
+                    "fix": f"pip install --force-reinstall --no-deps {pip}"})
+        return out
+    if sm is not None:
+        runs, jit = runs_on(entry, sm)
+        where = f"{gpu} (sm{sm})" if gpu and gpu != f"sm{sm}" else f"sm{sm}"
+        carried = f"SASS {_archs(entry.get('sass') or [])}; PTX {_archs(entry.get('ptx') or [])}"
+        hint = (target.arch_hint if target else "rebuild it for sm{sm}").format(sm=sm, cc=f"{sm // 10}.{sm % 10}")
+        if runs is False:
+            out.append({"kind": "arch", "severity": "error",
+                        "message": f"{name} carries no sm{sm} kernels ({carried} in {file}): 'no kernel image is "
+                                   f"available for execution on the device' on {where}",
+                        "fix": f"install a {label} wheel built for sm{sm}, or build it from source: {hint}"})
+        elif runs and jit:
+            out.append({"kind": "arch", "severity": "warning",
+                        "message": f"{name} has no sm{sm} machine code ({carried} in {file}): on {where} the driver "
+                                   "compiles its PTX at first use, which can take minutes and is redone whenever "
+                                   "the driver's JIT cache is cold",
+                        "fix": f"install a {label} wheel built for sm{sm}, or build it from source: {hint}"})
+    if entry.get("abi") == "unresolved":
+        symbols = list(entry.get("unresolved") or [])
+        shown = symbols[0] if symbols else "?"
+        readable = demangle(shown)
+        more = int(entry.get("unresolved_count") or len(symbols)) - 1
+        torch = f"torch {torch_version}" if torch_version else "the installed torch"
+        out.append({"kind": "abi", "severity": "error",
+                    "message": f"{name} was built against another torch: {file} needs symbols {torch} does not "
+                               f"export, so importing it fails with 'undefined symbol: {shown}'"
+                               + (f" ({readable})" if readable != shown else "")
+                               + (f" and {more} more" if more > 0 else ""),
+                    "fix": f"install the {label} wheel built for {torch}, or build it from source against it: "
+                           f"pip install --no-build-isolation --no-cache-dir --force-reinstall {pip}"})
+    return out
+
+
+def demangle(name: str) -> str:
+    """The C++ name behind a mangled symbol when c++filt is at hand (it is where a compiler is); else the name."""
+    tool = shutil.which("c++filt")
+    if not tool or not name.startswith("_Z"):
+        return name
+    try:
+        done = subprocess.run([tool, name], capture_output=True, text=True, timeout=2, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return name
+    text = done.stdout.strip()
+    return text if done.returncode == 0 and text else name
+
+
+def annotate(env: Environment) -> None:
+    """Attach to each inspected binary its findings on env's GPU, and add them to env's notes."""
+    torch_version = env.versions.get("torch")
+    entries = []
+    for entry in env.binaries or []:
+        found = entry_findings(entry, sm=env.sm, gpu=env.gpu, torch_version=torch_version)
+        entries.append({**entry, "findings": found})
+        for f in found:
+            if entry.get("package") == "torch" and f["kind"] == "arch" and env.api.get("torch.arch_supported") is False:
+                continue  # the probe's cross-check already says so, from torch's own arch list
+            # not note(): its 400-character clip would cut the fix off; a finding's length is bounded by its parts
+            message = f"{f['message']}; fix: {f['fix']}"
+            env.notes.append({"kind": "binary", "severity": f["severity"], "message": message})
+    if env.binaries is not None:
+        env.binaries = entries
+
+
+def reannotate(env: Environment) -> None:
+    """Judge binaries read on another machine (an env file) against the GPU a what-if names."""
+    env.notes = [n for n in env.notes if n.get("kind") != "binary"]
+    annotate(env)
+
+
+def inspect_installed(env: Environment | None = None, *, use_cache: bool = True) -> list[dict[str, str]]:
+    """The broken-install findings for `env` (its inspected binaries against its GPU), inspecting this machine's
+    binaries when `env` has none; for `why` and other callers. Never raises."""
+    env = env if env is not None else Environment(source="probe")
+    entries = env.binaries if env.binaries is not None else probe_binaries(use_cache=use_cache)
+    out: list[dict[str, str]] = []
+    for entry in entries:
+        for f in entry_findings(entry, sm=env.sm, gpu=env.gpu, torch_version=env.versions.get("torch")):
+            out.append({**f, "package": str(entry.get("package")), "file": str(entry.get("file"))})
+    return out
