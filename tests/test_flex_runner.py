@@ -88,3 +88,18 @@ def test_training_on_the_cpu_is_refused_by_torch():
     result = run(cfg(train=True))
     assert result.outcome == "rejected"
     assert "backward" in result.error
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("fields", [
+    dict(hdim=128, dtype="bf16", mask="causal"),
+    dict(hdim=96, dtype="fp16", mask="padding", softcap=30.0),
+    dict(hdim=64, dtype="bf16", layout="thd", mask="padding-causal", kv_heads=1),
+])
+def test_flex_compiled_on_the_gpu_trains_and_matches(fields, monkeypatch):
+    monkeypatch.delenv("ATTNDOCTOR_FLEX_COMPILE", raising=False)
+    result = FlexRunner().probe({"config": cfg(train=True, seqlen=256, **fields), "seed": 1, "repeats": 1},
+                                WorkerContext("cuda"))
+    assert result.outcome == "ok", result.error
+    assert result.details["compiled"] is True and set(result.errors) == {"out", "dq", "dk", "dv"}
