@@ -51,6 +51,11 @@ _CUDA_ERROR_PATTERNS = (
     r"CUDNN_STATUS_EXECUTION_FAILED", r"CUDNN_STATUS_INTERNAL_ERROR", r"an illegal address", r"launch timed out",
     r"uncorrectable ECC", r"CUDA driver error", r"AcceleratorError",
 )
+_KERNEL_RESOURCE_PATTERNS = (r"out of resource", r"OutOfResources", r"No valid triton configs",
+                             r"NoValidChoicesError")
+"""A generated (Triton) kernel that does not fit the GPU's shared memory or registers for this shape: a refusal of
+the config (FlexAttention's compiled kernels, per head dim, dtype and arch), never a memory outage, though Inductor
+words it "OutOfMemoryError: out of resource"."""
 _OOM_PATTERNS = (r"out of memory", r"OutOfMemoryError", r"CUDNN_STATUS_ALLOC_FAILED", r"CUBLAS_STATUS_ALLOC_FAILED")
 _NOT_INSTALLED_TYPES = ("ModuleNotFoundError", "ImportError")
 _REFUSAL_TYPES = ("RuntimeError", "ValueError", "AssertionError", "NotImplementedError", "cudnnGraphNotSupportedError",
@@ -100,6 +105,8 @@ def classify(type_names: Sequence[str] | str, message: str, *, library_modules: 
     names = (type_names,) if isinstance(type_names, str) else tuple(type_names)
     first = names[0] if names else "Exception"
     text = message or ""
+    if _matches(_KERNEL_RESOURCE_PATTERNS, f"{' '.join(names)}: {text}"):
+        return REJECTED, False
     if is_out_of_memory(first, text) or "OutOfMemoryError" in names:
         return OUT_OF_MEMORY, False
     if is_cuda_error(first, text) or "AcceleratorError" in names:

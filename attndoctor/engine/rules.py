@@ -52,6 +52,7 @@ DATA_CONDITIONS: dict[str, str] = {
     "memory-reuse": "the caching allocator reuses freed scratch memory while the kernel still reads it",
     "timing": "the outcome depends on stream timing (a race)",
     "padding-garbage": "padded positions hold non-zero values",
+    "blockmask-length": "a FlexAttention BlockMask built for longer sequences than the call's q/k/v is reused",
 }
 """Facts about the tensors' values or the call's surroundings that a config cannot state: an advisory that needs one
 stays open ("at risk if ..."), and `verify --stress` or `trace --numerics` can decide it."""

@@ -17,7 +17,7 @@ SWEEP: dict[str, tuple[str, ...]] = {
     "te-fused": ("cudnn", "te"), "cudnn-fe": ("cudnn", "cudnn_frontend"), "sdpa-cudnn": ("torch", "cudnn"),
     "te-flash": ("te", "flash_attn"), "te-unfused": ("te",), "sdpa-flash": ("torch",), "sdpa-efficient": ("torch",),
     "sdpa-math": ("torch",), "flash-attn-2": ("flash_attn",), "flash-attn-3": ("flash_attn_3",),
-    "flash-attn-4": ("flash_attn_4",),
+    "flash-attn-4": ("flash_attn_4",), "flex-attention": ("torch",),
 }
 """For each backend, the packages whose version decides it, most deciding first: the first one not given is swept."""
 

@@ -9,6 +9,8 @@ from .base import KernelRunner, NotExpressible, Probe, Runner
 from .cudnn_fe import CudnnFeRunner
 from .flash import VARIANTS as FLASH_VARIANTS
 from .flash import FlashAttnRunner
+from .flex import BACKEND as FLEX_BACKEND
+from .flex import FlexRunner
 from .sdpa import SDPA_BACKENDS, SdpaRunner
 from .te import SWITCHES as TE_SWITCHES
 from .te import TeRunner
@@ -22,6 +24,7 @@ def builtin_runners() -> dict[str, Runner]:
     runners.update({b: FlashAttnRunner(b) for b in FLASH_VARIANTS})
     runners["cudnn-fe"] = CudnnFeRunner()
     runners.update({b: TeRunner(b) for b in TE_SWITCHES})
+    runners[FLEX_BACKEND] = FlexRunner()
     return runners
 
 
