@@ -158,3 +158,17 @@ def test_torch_compile_says_plainly_what_it_could_not_see():
         compiled(torch.randn(1, 2, 8, 16))
     notes = t.report().notes
     assert any("torch.compile made 1 graph" in n and "not seen" in n for n in notes)
+
+
+def test_torchrun_writes_one_record_per_rank_merged_by_the_reader(tmp_path):
+    if not any((Path(p) / "torchrun").exists() for p in os.environ.get("PATH", "").split(os.pathsep)) and \
+            not (Path(sys.executable).parent / "torchrun").exists():
+        pytest.skip("no torchrun on PATH")
+    report = tmp_path / "trace.json"
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    done = trace("--format", "json", "--output", str(report), "--", torchrun, "--nproc_per_node", "2",
+                 "two_sites.py")
+    assert done.stdout.count("program output") == 2
+    doc = json.loads(report.read_text())
+    [gqa] = calls_at(doc, f"two_sites.py:{line_of('two_sites.py', 'GQA-SITE')}")
+    assert gqa["count"] == 6 and sorted(gqa["ranks"]) == ["0", "1"]
