@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .engine.evaluate import Report
     from .environment import Environment
 
-__all__ = ["__version__", "diagnose", "preflight", "PreflightError"]
+__all__ = ["__version__", "diagnose", "preflight", "PreflightError", "trace"]
 
 
 def diagnose(config: "AttentionConfig | dict[str, Any]", environment: "Environment | dict[str, Any] | None" = None,
@@ -49,4 +49,8 @@ def __getattr__(name: str) -> Any:
         from .tensors import PreflightError
 
         return PreflightError
+    if name == "trace":
+        import importlib
+
+        return importlib.import_module(".trace", __name__)
     raise AttributeError(f"module 'attndoctor' has no attribute {name!r}")

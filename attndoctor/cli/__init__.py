@@ -13,7 +13,7 @@ from .. import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "check"), "explain": ("explain", "explain"), "verify": ("verify", "verify"),
     "fleet": ("fleet", "fleet"), "bench": ("bench", "bench"), "rules": ("rules_cmd", "rules_app"),
-    "why": ("why", "why"),
+    "why": ("why", "why"), "trace": ("trace", "trace"),
 }
 """Command name -> (module in this package, attribute): a run imports and builds only the command it runs."""
 
@@ -49,7 +49,7 @@ def build_app(only: str | None = None) -> typer.Typer:
         if isinstance(target, typer.Typer):
             app.add_typer(target, name=name)
         else:
-            app.command(name)(target)
+            app.command(name, context_settings=getattr(target, "context_settings", None))(target)
     return app
 
 

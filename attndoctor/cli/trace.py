@@ -1,0 +1,129 @@
+"""`attndoctor trace -- COMMAND ...`: run a Python program, record what its attention calls ran, diagnose them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import UsageError
+from .common import handle_errors
+
+TRACE_FORMATS = ("text", "json")
+
+
+def _check_writable(path: str, flag: str) -> None:
+    """Bad output paths end the command before the program runs, not after an hour of training."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{flag}: {path} is a folder; expected a file path")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{flag}: {parent} does not exist; expected a file in an existing folder")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"{flag}: {path} is not writable")
+
+
+def program_command(command: List[str]) -> List[str]:
+    """The command to run: a .py file runs under this Python; anything else (python, torchrun, a script) as given."""
+    if not command:
+        raise UsageError("no program to trace; usage: attndoctor trace [OPTIONS] -- python train.py [ARGS...] "
+                         "(or -- torchrun ... / -- python -m pkg ...)")
+    first = command[0]
+    if first.endswith(".py"):
+        if not Path(first).is_file():
+            raise UsageError(f"{first}: no such Python file")
+        return [sys.executable, *command]
+    if shutil.which(first) is None:
+        raise UsageError(f"{first}: no such program on PATH; give a Python program (python train.py, "
+                         "python -m pkg, torchrun ...)")
+    return list(command)
+
+
+def run_traced(command: List[str], directory: str, options: List[str]) -> int:
+    """Run the program with the recorder bootstrap on its PYTHONPATH; its stdin, stdout and stderr are its own."""
+    from ..trace.record import DIR_VAR, OPTIONS_VAR
+
+    boot = str(Path(__file__).resolve().parent.parent / "trace" / "boot")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env[DIR_VAR] = directory
+    env[OPTIONS_VAR] = ",".join(options)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the program's to handle
+    try:
+        code = subprocess.call(command, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 - code if code < 0 else code
+
+
+@handle_errors
+def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAND [ARGS...]",
+                                                        help="The program to run (after --)."),
+          numerics: bool = typer.Option(False, "--numerics", help="Check every attention output and gradient for "
+                                        "non-finite values (naming the first call site and step), and measure the "
+                                        "advisories' data conditions (min logsumexp per head, fully masked rows)."),
+          timing: bool = typer.Option(False, "--timing", help="GPU time per call site (CUDA events)."),
+          record: Optional[str] = typer.Option(None, "--record", metavar="PATH", help="Write the distinct configs as "
+                                               "JSON lines for explain/verify --config-file."),
+          output_file: Optional[str] = typer.Option(None, "--output", "-o", metavar="PATH",
+                                                    help="Write the report here (default: standard error)."),
+          fmt: str = typer.Option("text", "--format", metavar="FORMAT", help="text | json."),
+          rules_dir: Optional[str] = typer.Option(None, "--rules-dir", metavar="PATH",
+                                                  help="Read rules from this folder instead.")) -> None:
+    """Run a Python program and report which attention kernels its calls ran, per call site, diagnosed."""
+    if fmt not in TRACE_FORMATS:
+        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(TRACE_FORMATS)}")
+    for path, flag in ((output_file, "--output"), (record, "--record")):
+        if path:
+            _check_writable(path, flag)
+    if rules_dir and not Path(rules_dir).is_dir():
+        raise UsageError(f"--rules-dir: {rules_dir} is not a folder")
+    argv = program_command(list(command or []))
+    options = [name for name, on in (("numerics", numerics), ("timing", timing)) if on]
+    with tempfile.TemporaryDirectory(prefix="attndoctor-trace-") as directory:
+        code = run_traced(argv, directory, options)
+        from ..trace.reader import read_records
+
+        records = read_records(directory)
+    _report(records, list(command or []), code, record, output_file, fmt, rules_dir)
+    raise typer.Exit(code)
+
+
+def _report(records: list, argv: List[str], code: int, record: Optional[str], output_file: Optional[str], fmt: str,
+            rules_dir: Optional[str]) -> None:
+    from ..output import output_stream
+    from ..probe import probe
+    from ..trace.reader import record_lines, trace_report
+
+    report = trace_report(records, probe(), argv=argv, exit_code=code, rules_dir=rules_dir)
+    if record:
+        with output_stream(record, what="--record") as stream:
+            stream.write("".join(line + "\n" for line in record_lines(report.calls)))
+    if output_file:
+        with output_stream(output_file) as stream:
+            _render(report, fmt, stream)
+    else:
+        _render(report, fmt, sys.stderr)
+
+
+def _render(report: object, fmt: str, stream: object) -> None:
+    if fmt == "json":
+        from ..report.trace_text import render_trace_json
+
+        stream.write(render_trace_json(report))  # type: ignore[attr-defined]
+    else:
+        from ..report.trace_text import render_trace_text
+
+        render_trace_text(report, stream)
+
+
+trace.context_settings = {"allow_interspersed_args": False, "ignore_unknown_options": True}  # type: ignore[attr-defined]
+"""Everything after the program's name is the program's own: its flags never reach attndoctor's parser."""
