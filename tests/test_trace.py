@@ -35,7 +35,7 @@ def calls_at(doc: dict, site: str, phase: str = "forward") -> list[dict]:
 
 def test_acceptance_two_sites_configs_counts_what_ran_output_and_exit_code(tmp_path):
     report = tmp_path / "trace.json"
-    done = trace("--format", "json", "--output", str(report), "--", "python", "two_sites.py")
+    done = trace("--format", "json", "--output", str(report), "--", sys.executable, "two_sites.py")
     assert done.returncode == 3
     assert "program output (2, 8, 64, 32)" in done.stdout
     assert "program stderr" in done.stderr
@@ -99,7 +99,7 @@ def test_bad_input_is_exit_2_with_one_line_before_the_program_runs(args, words):
 
 def test_numerics_names_the_site_and_step_of_a_planted_nan(tmp_path):
     report = tmp_path / "trace.json"
-    done = trace("--numerics", "--format", "json", "--output", str(report), "--", "python", "planted_nan.py")
+    done = trace("--numerics", "--format", "json", "--output", str(report), "--", sys.executable, "planted_nan.py")
     assert done.returncode == 0, done.stderr
     doc = json.loads(report.read_text())
     check(doc)
