@@ -362,7 +362,7 @@ class Recorder:
         self.seq += 1
         if self.numerics:
             self._check(entry, out, "output")
-            if isinstance(result, tuple) and len(result) > 1 and getattr(result[1], "dim", lambda: 0)() == 3:
+            if isinstance(result, tuple) and len(result) > 1 and getattr(result[1], "dim", lambda: 0)() in (3, 4):
                 self._lse(entry, result[1], fields.get("seqlen_q"))
             if attn_mask is not None:
                 self._rows(entry, attn_mask)
@@ -554,6 +554,8 @@ class Recorder:
         import torch
 
         part = lse.detach()
+        if part.dim() == 4 and part.shape[-1] == 1:  # cuDNN's logsumexp is (batch, heads, seq, 1)
+            part = part[..., 0]
         if seqlen_q and part.shape[-1] > seqlen_q:
             part = part[..., :seqlen_q]
         low = part.float().amin(dim=(0, 2))
