@@ -155,7 +155,8 @@ def test_flags_beat_the_text():
 
 
 def test_install_findings_join_the_candidates():
-    finding = {"id": "INSTALL-NO-SM120", "title": "flash-attn 2.7.4 carries no sm120 kernels",
+    finding = {"id": "INSTALL-NO-SM120", "kind": "arch", "severity": "error",
+               "title": "flash-attn 2.7.4 carries no sm120 kernels",
                "message": "flash-attn 2.7.4 carries no sm120 kernels: 'no kernel image' on RTX 5090",
                "fix": "pip install a flash-attn wheel built with sm120"}
     got = explain_text("CUDA error: no kernel image is available for execution on the device",

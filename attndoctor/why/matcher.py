@@ -16,11 +16,22 @@ HOLDS, OPEN, RULED_OUT = 2.0, 0.5, -3.5
 """The text's facts meet the rule's condition / leave it open / contradict it."""
 OTHER_BACKEND = -1.0
 """The text names backends and the rule is about none of them."""
+INFERRED_SYMPTOM = 0.5
+"""The similarity weight of a rule whose evidence is inferred: its symptom text was not observed."""
 CATALOGUE_CAUSE = 3.5
 """A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
+MESSAGE_ALONE = 1.5
+"""Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
+a hypothesis, the message's own cause is what the text shows."""
 INSTALL_FINDING = 6.0
 """A finding about the installed binaries, handed in by the caller (see explain_text's `install_findings`): read from
 this machine, it outweighs a rule that only might apply."""
+INSTALL_NAMED = 2.0
+"""The text names the finding's file (flash_attn_2_cuda) or, for +1, its package: the error comes from that binary."""
+INSTALL_SYMBOL = 1.0
+"""The text's undefined symbol is the one the finding names."""
+INSTALL_UNSHOWN = 1.0
+"""A finding about the installed binaries whose symptom the text does not show: listed, never the cause."""
 CAUSE_AT = 3.0
 """The score from which the best candidate is named the likely cause (exit 0)."""
 CONSIDER_AT = 0.35
@@ -131,8 +142,10 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             score += SPECIFIC
             reasons.append(f"its symptom names {', '.join(named_too)} too")
         if sim >= 0.05:
-            score += SIMILARITY * sim
-            reasons.append(f"its symptom matches the text ({sim:.0%} of its words)")
+            inferred = getattr(rule, "evidence", "") == "inferred"
+            score += SIMILARITY * sim * (INFERRED_SYMPTOM if inferred else 1.0)
+            reasons.append(f"its symptom matches the text ({sim:.0%} of its words"
+                           + (", a symptom inferred, not observed)" if inferred else ")"))
         applies: bool | None
         missing: tuple[str, ...] = ()
         if pair is None:
@@ -155,29 +168,70 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
             backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
             lines=tuple(sorted(set(linked.get(rule.id, ()))))))
-    best_rule = max((c.score for c in out if c.applies is not False), default=0.0)
+    best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
         if entry.kind == "fact" or not entry.fix:
             continue
-        score = CATALOGUE_CAUSE + (1.0 if best_rule < CAUSE_AT else 0.0)
+        score = CATALOGUE_CAUSE + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
         out.append(Candidate(
             id=entry.id, kind="message", score=score, reasons=(f"line {hit.line} is this {entry.library} message",),
             title=entry.meaning, cause=entry.meaning, fixes=(entry.fix,), backends=entry.backends, applies=True,
             references=entry.source, lines=(hit.line,)))
-    for finding in install_findings:
+    out.extend(_install_candidates(install_findings, reading, windows))
+    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+    return out
+
+
+def _install_candidates(findings: Sequence[Mapping[str, Any]], reading: Any,
+                        windows: Sequence[set[str]]) -> list[Candidate]:
+    """Install findings as candidates: one whose symptom the text shows (a catalogue message marked with the
+    finding's kind: 'no kernel image' for arch, 'undefined symbol' for abi) ranks by how surely the text points at
+    its binary; one the text does not show stays below the cause."""
+    shown: dict[str, list[Any]] = {}
+    for hit in reading.hits:
+        if hit.entry.install:
+            shown.setdefault(hit.entry.install, []).append(hit)
+    lowered = "\n".join(reading.lines).lower()
+    out: list[Candidate] = []
+    for finding in findings:
         text = " ".join(str(finding.get(k, "")) for k in ("title", "message", "symptom"))
-        docs = Similarity({"f": text})
-        sim = docs.score("f", windows)
+        sim = Similarity({"f": text}).score("f", windows)
+        kind = finding.get("kind")
+        hits = shown.get(str(kind), []) if kind else []
+        if kind == "arch" and finding.get("severity") == "warning":
+            hits = []  # PTX the driver compiles at first use: slow, but it runs
+        relevant = bool(hits) if kind else sim >= CONSIDER_AT
+        reasons = ["found in the installed binaries"]
+        lines: tuple[int, ...] = ()
+        if relevant:
+            score = INSTALL_FINDING + SIMILARITY * sim
+            if hits:
+                lines = tuple(sorted({h.line for h in hits}))
+                reasons.append(f"line {lines[0]} is the error it causes")
+            stem = str(finding.get("file") or "").split(".")[0].lower()
+            package = str(finding.get("package") or "").lower()
+            label = str(finding.get("label") or package.replace("_", "-")).lower()
+            if len(stem) > 3 and stem in lowered:
+                score += INSTALL_NAMED
+                reasons.append(f"the text names its file {stem}")
+            elif package and (package in lowered or label in lowered):
+                score += INSTALL_NAMED / 2
+                reasons.append(f"the text names {label}")
+            symbols = {h.groups.get("symbol") for h in hits} - {None}
+            if any(s in str(finding.get("message", "")) for s in symbols):
+                score += INSTALL_SYMBOL
+                reasons.append("the text's undefined symbol is the one it lacks")
+        else:
+            score = INSTALL_UNSHOWN
+            reasons.append("the text shows no error it causes")
         out.append(Candidate(
-            id=str(finding.get("id", "INSTALL")), kind="install", score=round(INSTALL_FINDING + SIMILARITY * sim, 2),
-            reasons=("found in the installed binaries",) + ((f"it matches the text ({sim:.0%})",) if sim else ()),
+            id=str(finding.get("id", "INSTALL")), kind="install", score=round(score, 2), reasons=tuple(reasons),
             title=str(finding.get("title", "")), cause=str(finding.get("message") or finding.get("title", "")),
             fixes=tuple(str(f) for f in ([finding["fix"]] if isinstance(finding.get("fix"), str)
                                          else finding.get("fix") or [])),
             backends=tuple(finding.get("backends") or ()), applies=True,
-            references=tuple(finding.get("references") or ())))
-    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+            references=tuple(finding.get("references") or ()), lines=lines))
     return out
 
 
