@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from ..errors import RuleError
+from .literals import required_literals
 
 from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
 """The catalogue's file name in a rules folder; the rule loader skips it."""
@@ -51,6 +52,9 @@ class CatalogueEntry(NamedTuple):
     verified: bool = True
     """False when the message was not found in the cited source at the cited tag (see `note`)."""
     note: str = ""
+    literals: tuple[tuple[str, bool], ...] | None = None
+    """Texts one of which every match contains, each with whether it is compared case-folded (see literals.py);
+    None: the pattern is tried on every line."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -181,7 +185,7 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
         id=ident, library=library, kind=kind, pattern=pattern, source=source,
         backends=_strings(table.get("backends"), "backends", err), rules=_strings(table.get("rules"), "rules", err),
         facts=dict(facts), sets=dict(sets), meaning=meaning, fix=fix, priority=priority, parse=parse, file=file,
-        line=line, install=install, verified=verified, note=note)
+        line=line, install=install, verified=verified, note=note, literals=required_literals(raw))
 
 
 def _strings(value: Any, what: str, err: Any) -> tuple[str, ...]:

@@ -39,6 +39,8 @@ CONSIDER_AT = 0.35
 ENOUGH = 24.0
 """Weighted words in common that say "this symptom" on their own, however long the symptom (about three rare words)."""
 WINDOW = 6
+CACHED_LINES = 100_000
+"""Distinct lines whose words are remembered while a long log is read (a log repeats its lines)."""
 """Lines compared at once with a symptom in a long text: a symptom is one message, not a whole log."""
 
 STOP = frozenset("""a an and are as at be been but by can for from has have if in into is it its no not of on or
@@ -64,23 +66,86 @@ class Similarity:
                 df[w] = df.get(w, 0) + 1
         self.idf = {w: math.log(1 + count / n) for w, n in df.items()}
 
-    def windows(self, lines: Sequence[str]) -> list[set[str]]:
-        """The text's word sets: the whole of a short text, windows of a few lines of a long one."""
+    def windows(self, lines: Sequence[str], extra: Iterable[str] = ()) -> "Windows":
+        """The text's word sets: the whole of a short text, windows of a few lines of a long one. Only words of the
+        documents (and `extra`) are kept: a score depends on nothing else."""
+        vocabulary = set().union(*self.words.values(), extra) if self.words else set(extra)
         kept = [line for line in lines if line.strip()]
         if len(kept) <= 2 * WINDOW:
-            return [tokens("\n".join(kept))]
+            return Windows.of([tokens("\n".join(kept)) & vocabulary])
+        cache: dict[str, frozenset[str]] = {}
+        words = []
+        folded = "\n".join(kept).lower().replace("_", " ").split("\n")
+        for line in folded:
+            found = cache.get(line)
+            if found is None:
+                found = frozenset(w for w in TOKEN.findall(line) if w in vocabulary and w not in STOP)
+                if len(cache) < CACHED_LINES:
+                    cache[line] = found
+            words.append(found)
         step = max(1, WINDOW // 2)
-        return [tokens("\n".join(kept[i:i + WINDOW])) for i in range(0, len(kept), step)]
+        return Windows.of(frozenset().union(*words[i:i + WINDOW]) for i in range(0, len(words), step))
 
-    def score(self, key: str, windows: Iterable[set[str]]) -> float:
+    def score(self, key: str, windows: "Windows") -> float:
         """The best share (0..1) of the document's weighted words found in one window; short documents count less."""
         words = self.words.get(key) or set()
         if not words:
             return 0.0
         total = sum(self.idf.get(w, 1.0) for w in words)
-        best = max((sum(self.idf.get(w, 1.0) for w in words & window) for window in windows), default=0.0)
+        best = windows.best({w: self.idf.get(w, 1.0) for w in words})
         shrink = min(1.0, len(words) / 4)
         return round(max(best / total * shrink, min(0.8, best / ENOUGH)), 3)
+
+
+class Windows(NamedTuple):
+    """A text's windows as one bit set per word (bit i: window i holds the word), so that the best window for a
+    document is found by splitting the windows on the document's words, not by visiting each window: a long log of
+    ordinary lines has thousands of windows and few of them differ in the words a document has."""
+
+    bits: Mapping[str, int]
+    count: int
+
+    @classmethod
+    def of(cls, windows: Iterable[Iterable[str]]) -> "Windows":
+        where: dict[str, list[int]] = {}
+        count = 0
+        for i, window in enumerate(windows):
+            count = i + 1
+            for word in window:
+                where.setdefault(word, []).append(i)
+        bits = {}
+        for word, found in where.items():
+            raw = bytearray((count + 7) // 8)
+            for i in found:
+                raw[i >> 3] |= 1 << (i & 7)
+            bits[word] = int.from_bytes(raw, "little")
+        return cls(bits, count)
+
+    def best(self, weights: Mapping[str, float]) -> float:
+        """The largest sum of `weights` over the words one window holds."""
+        present = sorted(((w, weight) for w, weight in weights.items() if w in self.bits),
+                         key=lambda item: -item[1])
+        if not present:
+            return 0.0
+        left = [0.0] * (len(present) + 1)
+        for i in range(len(present) - 1, -1, -1):
+            left[i] = left[i + 1] + present[i][1]
+        best = 0.0
+        stack = [((1 << self.count) - 1, 0, 0.0)]
+        while stack:
+            mask, i, weight = stack.pop()
+            if weight + left[i] <= best:
+                continue
+            if i == len(present):
+                best = weight
+                continue
+            word, value = present[i]
+            inside = mask & self.bits[word]
+            if mask & ~inside:
+                stack.append((mask & ~inside, i + 1, weight))
+            if inside:
+                stack.append((inside, i + 1, weight + value))
+        return best
 
 
 class Candidate(NamedTuple):
@@ -111,7 +176,9 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
          similarity: Similarity | None = None) -> list[Candidate]:
     """Every candidate worth showing, best first."""
     similarity = similarity or Similarity({r.id: f"{r.symptom} {r.title}" for r in rules})
-    windows = similarity.windows(reading.lines)
+    extra = set().union(*(tokens(" ".join(str(f.get(k, "")) for k in ("title", "message", "symptom")))
+                          for f in install_findings)) if install_findings else set()
+    windows = similarity.windows(reading.lines, extra)
     linked: dict[str, list[int]] = {}
     specifics: dict[str, set[str]] = {}
     for hit in reading.hits:
