@@ -72,10 +72,33 @@ CORPUS = [
      "flash-attn-2.8.3\nerror:\nCUDA error (/build/source/flash-attn/flash_fwd_launch_template.h:184): no kernel "
      "image is available for execution on the device\n",
      {}, "CUDA-NO-KERNEL-IMAGE", "build"),
+    ("Dao-AILab/flash-attention#853 (taka-nscc's comment; a cxx11abiFALSE wheel fixed it in the thread)",
+     "ImportError: /XXXXX/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: undefined "
+     "symbol: _ZN3c104cuda9SetDeviceEi\n- PyTorch: 2.3.1+cu121\n- CUDA: 12.2\n- flash-attn: 2.5.9.post1\n",
+     {}, "FA-UNDEFINED-SYMBOL", "cxx11abi"),
+    ("Dao-AILab/flash-attention#1832",
+     "python 3.12.7+gc\ncuda 12.8\ntorch 2.6.0\nflash-attn 2.6.3\nimport flash_attn_2_cuda as flash_attn_cuda\n"
+     "ImportError: /opt/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so: undefined "
+     "symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n",
+     {}, "FA-UNDEFINED-SYMBOL", "build it here"),
     ("lucidrains/MEGABYTE-pytorch#6",
      ".../MEGABYTE_pytorch/attend.py\", line 111, in flash_attn\n    out = F.scaled_dot_product_attention(\n"
      "RuntimeError: No available kernel.  Aborting execution.\n",
      {}, "SDPA-", None),
+]
+
+
+# Texts the ranking was NOT tuned on (CORPUS above is also the tuning set): reported apart, not asserted.
+HELD_OUT = [
+    ("OpenGVLab/InternVL#467 (the path as the issue's markdown mangled it)",
+     "/home/ubuntu/miniconda3/envs/llm/lib/python3.9/site-packages/[flash_attn_2_cuda.cpython-39-x86_64-linux-gnu.so]"
+     "(http://flash_attn_2_cuda.cpython-39-x86_64-linux-gnu.so/): undefined symbol: _ZN2at4_ops9_pad_enum4callERKNS_"
+     "6TensorEN3c108ArrayRefINS5_6SymIntEEElNS5_8optionalIdEE\n",
+     {}, "FA-UNDEFINED-SYMBOL", None),
+    ("vllm-project/vllm#8189 (a pre-Ampere GPU under vLLM; the text names no GPU)",
+     "ERROR 01-11 13:09:40 engine.py:366] RuntimeError: Error in model execution (input dumped to /tmp/err_execute_"
+     "model_input_20250111-130939.pkl): FlashAttention only supports Ampere GPUs or newer.\n",
+     {}, "FA2-ARCH-PRE-AMPERE", None),
 ]
 
 
@@ -99,6 +122,10 @@ def test_the_corpus_score_is_reported_and_holds():
     score = sum(ok for _, ok in results) / len(results)
     print(f"\nwhy corpus: {sum(ok for _, ok in results)}/{len(results)} diagnosed ({score:.0%})")
     for source, ok in results:
+        print(f"  {'ok  ' if ok else 'MISS'} {source}")
+    held = [(c[0], diagnosed(*c)) for c in HELD_OUT]
+    print(f"held out (not tuned on): {sum(ok for _, ok in held)}/{len(held)}")
+    for source, ok in held:
         print(f"  {'ok  ' if ok else 'MISS'} {source}")
     assert score >= 0.8, [s for s, ok in results if not ok]
 
@@ -155,7 +182,8 @@ def test_flags_beat_the_text():
 
 
 def test_install_findings_join_the_candidates():
-    finding = {"id": "INSTALL-NO-SM120", "title": "flash-attn 2.7.4 carries no sm120 kernels",
+    finding = {"id": "INSTALL-NO-SM120", "kind": "arch", "severity": "error",
+               "title": "flash-attn 2.7.4 carries no sm120 kernels",
                "message": "flash-attn 2.7.4 carries no sm120 kernels: 'no kernel image' on RTX 5090",
                "fix": "pip install a flash-attn wheel built with sm120"}
     got = explain_text("CUDA error: no kernel image is available for execution on the device",

@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from ..errors import RuleError
+from .literals import required_literals
 
 from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
 """The catalogue's file name in a rules folder; the rule loader skips it."""
 LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text")
 KINDS = ("error", "warning", "log", "fact")
 PARSERS = ("te-config", "te-backends")
+INSTALL_KINDS = ("arch", "abi", "unreadable")
+"""The broken-install findings (attndoctor/probe/binaries.py) a message can be the symptom of."""
 CONFIG_TARGETS = ("batch", "heads", "kv_heads", "seqlen", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "dtype", "train",
                   "mask", "window", "dropout", "softcap", "bias", "layout", "cp", "cp_comm", "deterministic")
 ENV_TARGETS = ("gpu", "torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",
@@ -22,7 +25,7 @@ SPECIAL_TARGETS = ("backend", "selected", "env_var")
 """backend: the backend a line is about; selected: the backend a framework says it chose; env_var: NAME=VALUE."""
 TARGETS = CONFIG_TARGETS + ENV_TARGETS + SPECIAL_TARGETS
 KEYS = {"id", "library", "kind", "pattern", "source", "backends", "rules", "facts", "sets", "meaning", "fix",
-        "priority", "parse"}
+        "priority", "parse", "install", "verified", "note"}
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 
@@ -44,12 +47,20 @@ class CatalogueEntry(NamedTuple):
     parse: str
     file: str
     line: int
+    install: str = ""
+    """The kind of broken-install finding this message is the symptom of (arch, abi, unreadable), if any."""
+    verified: bool = True
+    """False when the message was not found in the cited source at the cited tag (see `note`)."""
+    note: str = ""
+    literals: tuple[tuple[str, bool], ...] | None = None
+    """Texts one of which every match contains, each with whether it is compared case-folded (see literals.py);
+    None: the pattern is tried on every line."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"id": self.id, "library": self.library, "kind": self.kind, "pattern": self.pattern.pattern,
                 "source": list(self.source), "backends": list(self.backends), "rules": list(self.rules),
-                "meaning": self.meaning, "fix": self.fix}
+                "meaning": self.meaning, "fix": self.fix, "verified": self.verified}
 
 
 def catalogue_path(rules_dir: str | None = None) -> Path:
@@ -162,11 +173,19 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
         raise err(f"'parse' must be one of {', '.join(PARSERS)}, got {parse!r}")
     if kind == "fact" and not (facts or sets):
         raise err("a fact entry must give facts or sets")
+    install = table.get("install", "")
+    if install and install not in INSTALL_KINDS:
+        raise err(f"'install' must be one of {', '.join(INSTALL_KINDS)}, got {install!r}")
+    verified, note = table.get("verified", True), table.get("note", "")
+    if not isinstance(verified, bool):
+        raise err("'verified' must be true or false")
+    if not isinstance(note, str) or (verified is False and not note):
+        raise err("'note' must be text; an entry with verified = false says in its note what could not be confirmed")
     return CatalogueEntry(
         id=ident, library=library, kind=kind, pattern=pattern, source=source,
         backends=_strings(table.get("backends"), "backends", err), rules=_strings(table.get("rules"), "rules", err),
         facts=dict(facts), sets=dict(sets), meaning=meaning, fix=fix, priority=priority, parse=parse, file=file,
-        line=line)
+        line=line, install=install, verified=verified, note=note, literals=required_literals(raw))
 
 
 def _strings(value: Any, what: str, err: Any) -> tuple[str, ...]:

@@ -16,11 +16,22 @@ HOLDS, OPEN, RULED_OUT = 2.0, 0.5, -3.5
 """The text's facts meet the rule's condition / leave it open / contradict it."""
 OTHER_BACKEND = -1.0
 """The text names backends and the rule is about none of them."""
+INFERRED_SYMPTOM = 0.5
+"""The similarity weight of a rule whose evidence is inferred: its symptom text was not observed."""
 CATALOGUE_CAUSE = 3.5
 """A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
+MESSAGE_ALONE = 1.5
+"""Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
+a hypothesis, the message's own cause is what the text shows."""
 INSTALL_FINDING = 6.0
 """A finding about the installed binaries, handed in by the caller (see explain_text's `install_findings`): read from
 this machine, it outweighs a rule that only might apply."""
+INSTALL_NAMED = 2.0
+"""The text names the finding's file (flash_attn_2_cuda) or, for +1, its package: the error comes from that binary."""
+INSTALL_SYMBOL = 1.0
+"""The text's undefined symbol is the one the finding names."""
+INSTALL_UNSHOWN = 1.0
+"""A finding about the installed binaries whose symptom the text does not show: listed, never the cause."""
 CAUSE_AT = 3.0
 """The score from which the best candidate is named the likely cause (exit 0)."""
 CONSIDER_AT = 0.35
@@ -28,6 +39,8 @@ CONSIDER_AT = 0.35
 ENOUGH = 24.0
 """Weighted words in common that say "this symptom" on their own, however long the symptom (about three rare words)."""
 WINDOW = 6
+CACHED_LINES = 100_000
+"""Distinct lines whose words are remembered while a long log is read (a log repeats its lines)."""
 """Lines compared at once with a symptom in a long text: a symptom is one message, not a whole log."""
 
 STOP = frozenset("""a an and are as at be been but by can for from has have if in into is it its no not of on or
@@ -53,23 +66,86 @@ class Similarity:
                 df[w] = df.get(w, 0) + 1
         self.idf = {w: math.log(1 + count / n) for w, n in df.items()}
 
-    def windows(self, lines: Sequence[str]) -> list[set[str]]:
-        """The text's word sets: the whole of a short text, windows of a few lines of a long one."""
+    def windows(self, lines: Sequence[str], extra: Iterable[str] = ()) -> "Windows":
+        """The text's word sets: the whole of a short text, windows of a few lines of a long one. Only words of the
+        documents (and `extra`) are kept: a score depends on nothing else."""
+        vocabulary = set().union(*self.words.values(), extra) if self.words else set(extra)
         kept = [line for line in lines if line.strip()]
         if len(kept) <= 2 * WINDOW:
-            return [tokens("\n".join(kept))]
+            return Windows.of([tokens("\n".join(kept)) & vocabulary])
+        cache: dict[str, frozenset[str]] = {}
+        words = []
+        folded = "\n".join(kept).lower().replace("_", " ").split("\n")
+        for line in folded:
+            found = cache.get(line)
+            if found is None:
+                found = frozenset(w for w in TOKEN.findall(line) if w in vocabulary and w not in STOP)
+                if len(cache) < CACHED_LINES:
+                    cache[line] = found
+            words.append(found)
         step = max(1, WINDOW // 2)
-        return [tokens("\n".join(kept[i:i + WINDOW])) for i in range(0, len(kept), step)]
+        return Windows.of(frozenset().union(*words[i:i + WINDOW]) for i in range(0, len(words), step))
 
-    def score(self, key: str, windows: Iterable[set[str]]) -> float:
+    def score(self, key: str, windows: "Windows") -> float:
         """The best share (0..1) of the document's weighted words found in one window; short documents count less."""
         words = self.words.get(key) or set()
         if not words:
             return 0.0
         total = sum(self.idf.get(w, 1.0) for w in words)
-        best = max((sum(self.idf.get(w, 1.0) for w in words & window) for window in windows), default=0.0)
+        best = windows.best({w: self.idf.get(w, 1.0) for w in words})
         shrink = min(1.0, len(words) / 4)
         return round(max(best / total * shrink, min(0.8, best / ENOUGH)), 3)
+
+
+class Windows(NamedTuple):
+    """A text's windows as one bit set per word (bit i: window i holds the word), so that the best window for a
+    document is found by splitting the windows on the document's words, not by visiting each window: a long log of
+    ordinary lines has thousands of windows and few of them differ in the words a document has."""
+
+    bits: Mapping[str, int]
+    count: int
+
+    @classmethod
+    def of(cls, windows: Iterable[Iterable[str]]) -> "Windows":
+        where: dict[str, list[int]] = {}
+        count = 0
+        for i, window in enumerate(windows):
+            count = i + 1
+            for word in window:
+                where.setdefault(word, []).append(i)
+        bits = {}
+        for word, found in where.items():
+            raw = bytearray((count + 7) // 8)
+            for i in found:
+                raw[i >> 3] |= 1 << (i & 7)
+            bits[word] = int.from_bytes(raw, "little")
+        return cls(bits, count)
+
+    def best(self, weights: Mapping[str, float]) -> float:
+        """The largest sum of `weights` over the words one window holds."""
+        present = sorted(((w, weight) for w, weight in weights.items() if w in self.bits),
+                         key=lambda item: -item[1])
+        if not present:
+            return 0.0
+        left = [0.0] * (len(present) + 1)
+        for i in range(len(present) - 1, -1, -1):
+            left[i] = left[i + 1] + present[i][1]
+        best = 0.0
+        stack = [((1 << self.count) - 1, 0, 0.0)]
+        while stack:
+            mask, i, weight = stack.pop()
+            if weight + left[i] <= best:
+                continue
+            if i == len(present):
+                best = weight
+                continue
+            word, value = present[i]
+            inside = mask & self.bits[word]
+            if mask & ~inside:
+                stack.append((mask & ~inside, i + 1, weight))
+            if inside:
+                stack.append((inside, i + 1, weight + value))
+        return best
 
 
 class Candidate(NamedTuple):
@@ -100,7 +176,9 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
          similarity: Similarity | None = None) -> list[Candidate]:
     """Every candidate worth showing, best first."""
     similarity = similarity or Similarity({r.id: f"{r.symptom} {r.title}" for r in rules})
-    windows = similarity.windows(reading.lines)
+    extra = set().union(*(tokens(" ".join(str(f.get(k, "")) for k in ("title", "message", "symptom")))
+                          for f in install_findings)) if install_findings else set()
+    windows = similarity.windows(reading.lines, extra)
     linked: dict[str, list[int]] = {}
     specifics: dict[str, set[str]] = {}
     for hit in reading.hits:
@@ -131,8 +209,10 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             score += SPECIFIC
             reasons.append(f"its symptom names {', '.join(named_too)} too")
         if sim >= 0.05:
-            score += SIMILARITY * sim
-            reasons.append(f"its symptom matches the text ({sim:.0%} of its words)")
+            inferred = getattr(rule, "evidence", "") == "inferred"
+            score += SIMILARITY * sim * (INFERRED_SYMPTOM if inferred else 1.0)
+            reasons.append(f"its symptom matches the text ({sim:.0%} of its words"
+                           + (", a symptom inferred, not observed)" if inferred else ")"))
         applies: bool | None
         missing: tuple[str, ...] = ()
         if pair is None:
@@ -155,29 +235,70 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
             backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
             lines=tuple(sorted(set(linked.get(rule.id, ()))))))
-    best_rule = max((c.score for c in out if c.applies is not False), default=0.0)
+    best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
         if entry.kind == "fact" or not entry.fix:
             continue
-        score = CATALOGUE_CAUSE + (1.0 if best_rule < CAUSE_AT else 0.0)
+        score = CATALOGUE_CAUSE + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
         out.append(Candidate(
             id=entry.id, kind="message", score=score, reasons=(f"line {hit.line} is this {entry.library} message",),
             title=entry.meaning, cause=entry.meaning, fixes=(entry.fix,), backends=entry.backends, applies=True,
             references=entry.source, lines=(hit.line,)))
-    for finding in install_findings:
+    out.extend(_install_candidates(install_findings, reading, windows))
+    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+    return out
+
+
+def _install_candidates(findings: Sequence[Mapping[str, Any]], reading: Any,
+                        windows: Sequence[set[str]]) -> list[Candidate]:
+    """Install findings as candidates: one whose symptom the text shows (a catalogue message marked with the
+    finding's kind: 'no kernel image' for arch, 'undefined symbol' for abi) ranks by how surely the text points at
+    its binary; one the text does not show stays below the cause."""
+    shown: dict[str, list[Any]] = {}
+    for hit in reading.hits:
+        if hit.entry.install:
+            shown.setdefault(hit.entry.install, []).append(hit)
+    lowered = "\n".join(reading.lines).lower()
+    out: list[Candidate] = []
+    for finding in findings:
         text = " ".join(str(finding.get(k, "")) for k in ("title", "message", "symptom"))
-        docs = Similarity({"f": text})
-        sim = docs.score("f", windows)
+        sim = Similarity({"f": text}).score("f", windows)
+        kind = finding.get("kind")
+        hits = shown.get(str(kind), []) if kind else []
+        if kind == "arch" and finding.get("severity") == "warning":
+            hits = []  # PTX the driver compiles at first use: slow, but it runs
+        relevant = bool(hits) if kind else sim >= CONSIDER_AT
+        reasons = ["found in the installed binaries"]
+        lines: tuple[int, ...] = ()
+        if relevant:
+            score = INSTALL_FINDING + SIMILARITY * sim
+            if hits:
+                lines = tuple(sorted({h.line for h in hits}))
+                reasons.append(f"line {lines[0]} is the error it causes")
+            stem = str(finding.get("file") or "").split(".")[0].lower()
+            package = str(finding.get("package") or "").lower()
+            label = str(finding.get("label") or package.replace("_", "-")).lower()
+            if len(stem) > 3 and stem in lowered:
+                score += INSTALL_NAMED
+                reasons.append(f"the text names its file {stem}")
+            elif package and (package in lowered or label in lowered):
+                score += INSTALL_NAMED / 2
+                reasons.append(f"the text names {label}")
+            symbols = {h.groups.get("symbol") for h in hits} - {None}
+            if any(s in str(finding.get("message", "")) for s in symbols):
+                score += INSTALL_SYMBOL
+                reasons.append("the text's undefined symbol is the one it lacks")
+        else:
+            score = INSTALL_UNSHOWN
+            reasons.append("the text shows no error it causes")
         out.append(Candidate(
-            id=str(finding.get("id", "INSTALL")), kind="install", score=round(INSTALL_FINDING + SIMILARITY * sim, 2),
-            reasons=("found in the installed binaries",) + ((f"it matches the text ({sim:.0%})",) if sim else ()),
+            id=str(finding.get("id", "INSTALL")), kind="install", score=round(score, 2), reasons=tuple(reasons),
             title=str(finding.get("title", "")), cause=str(finding.get("message") or finding.get("title", "")),
             fixes=tuple(str(f) for f in ([finding["fix"]] if isinstance(finding.get("fix"), str)
                                          else finding.get("fix") or [])),
             backends=tuple(finding.get("backends") or ()), applies=True,
-            references=tuple(finding.get("references") or ())))
-    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+            references=tuple(finding.get("references") or ()), lines=lines))
     return out
 
 

@@ -106,13 +106,10 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     entries = tuple(catalogue)
     lines = tuple(line[:MAX_LINE] for line in text.splitlines())
     hits: list[Hit] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        for entry in entries:
-            for match in entry.pattern.finditer(line):
-                groups = {k: v for k, v in match.groupdict().items() if v is not None}
-                hits.append(Hit(entry, number, match.group(0).strip(), groups))
+    for number, entry in _candidate_lines(lines, entries):
+        for match in entry.pattern.finditer(lines[number - 1]):
+            groups = {k: v for k, v in match.groupdict().items() if v is not None}
+            hits.append(Hit(entry, number, match.group(0).strip(), groups))
     facts: dict[str, Fact] = {}
     ignored: list[str] = []
     backends: list[str] = []
@@ -182,6 +179,36 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     return Reading(hits=tuple(hits), facts=facts, backends=tuple(backends), env_vars=env_vars,
                    te_selected=te_selected, te_available=te_available,
                    te_disabled={k: tuple(v) for k, v in te_disabled.items()}, ignored=tuple(ignored), lines=lines)
+
+
+def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> list[tuple[int, CatalogueEntry]]:
+    """(line number, entry) for every line that holds one of the entry's required literals, in text order then
+    catalogue order; an entry without literals is tried on every line. A long log of ordinary lines then costs a
+    few substring scans of the whole text instead of every pattern on every line."""
+    from bisect import bisect_right
+
+    texts = {}
+    for fold in (False, True):
+        seen = [line.lower() for line in lines] if fold else list(lines)
+        starts = [0]
+        for line in seen:
+            starts.append(starts[-1] + len(line) + 1)
+        texts[fold] = ("\n".join(seen), starts)
+    every = [i for i, line in enumerate(lines) if line.strip()]
+    wanted: dict[int, set[int]] = {}
+    for index, entry in enumerate(entries):
+        if entry.literals is None:
+            for i in every:
+                wanted.setdefault(i, set()).add(index)
+            continue
+        for literal, fold in entry.literals:
+            joined, starts = texts[fold]
+            at = joined.find(literal)
+            while at >= 0:
+                i = bisect_right(starts, at) - 1
+                wanted.setdefault(i, set()).add(index)
+                at = joined.find(literal, starts[i + 1])
+    return [(i + 1, entries[k]) for i in sorted(wanted) for k in sorted(wanted[i])]
 
 
 def _python_dict_items(text: str) -> Iterable[tuple[str, Any]]:

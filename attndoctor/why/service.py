@@ -47,11 +47,13 @@ class WhyAnswer(NamedTuple):
 def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | None = None,
                  env_vars: Mapping[str, str] | None = None, config_flags: Mapping[str, Any] | None = None,
                  rules_dir: str | None = None,
-                 install_findings: Sequence[Mapping[str, Any]] = ()) -> WhyAnswer:
+                 install_findings: Sequence[Mapping[str, Any]] | None = None) -> WhyAnswer:
     """Answer `why` for a text. Flags beat the text, the text beats the machine (`base_env`).
 
     `install_findings` are findings about the installed binaries (an extension built for other GPUs or another
-    torch), each a mapping with id, title, message, fix and optionally backends/references; they join the candidates.
+    torch), each a mapping with id, title, message, fix and optionally kind (arch, abi, unreadable), severity,
+    package, file, backends, references; they join the candidates. None: the findings of the binaries `base_env`
+    carries (the probe's, or an env file's), judged on the GPU and torch the merged facts give.
     """
     from ..config import make_config
     from ..engine.rules import load_rulebase
@@ -100,10 +102,29 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     config = make_config({**values, **flags})
     report = diagnose_many([config], env, command="why", rules_dir=rules_dir)
     result = report.results[0]
+    if install_findings is None:
+        install_findings = environment_findings(env)
     candidates = tuple(rank(reading=reading, rules=base.rules, result=result, install_findings=install_findings))
     answer = WhyAnswer(reading=reading, config=config, environment=env, result=result, candidates=candidates,
                        settle=(), dropped=tuple(dropped), te=_te_story(reading, result), rule_count=len(base.rules))
     return answer._replace(settle=_settle(answer))
+
+
+def environment_findings(env: Any) -> list[dict[str, Any]]:
+    """The broken-install findings of the binaries an environment carries, shaped as candidates; none when it
+    carries none (a what-if machine: this machine's files say nothing about it)."""
+    if getattr(env, "binaries", None) is None:
+        return []
+    from ..probe.binaries import inspect_installed
+
+    out = []
+    for f in inspect_installed(env):
+        package = f.get("package", "?")
+        label = next((b.get("label") for b in env.binaries if b.get("package") == package), None) or package
+        title = f["message"].split(": ", 1)[0] if f["kind"] != "abi" else f"{label} was built against another torch"
+        out.append({**f, "id": f"INSTALL-{f['kind']}-{package}".upper().replace("_", "-"), "label": label,
+                    "title": title})
+    return out
 
 
 def _settle(answer: WhyAnswer) -> tuple[str, ...]:

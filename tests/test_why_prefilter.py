@@ -1,0 +1,58 @@
+"""The shortcuts that keep `why --log` fast on a long log give the same answer as the plain scan: the literal
+prefilter finds every catalogue match, and the bit-set windows find every symptom's best window."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+from attndoctor.why.catalogue import load_catalogue
+from attndoctor.why.literals import required_literals
+from attndoctor.why.matcher import Windows
+from attndoctor.why.reader import read_text
+
+from test_why import CORPUS, FIXTURES
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+
+
+def plain_hits(text, entries):
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for entry in entries:
+            out.extend((entry.id, number, m.group(0).strip()) for m in entry.pattern.finditer(line))
+    return out
+
+
+def test_the_literal_prefilter_finds_what_every_pattern_on_every_line_finds(tmp_path):
+    from why_log import make_log
+
+    entries = load_catalogue()
+    log = tmp_path / "train.log"
+    make_log(log, 3000)
+    texts = [c[1] for c in CORPUS] + [p.read_text() for p in FIXTURES.iterdir()] + [log.read_text()]
+    texts.append("\n".join(c[1].upper() for c in CORPUS))  # case: a folded literal still finds (?i) matches
+    for text in texts:
+        got = [(h.entry.id, h.line, h.text) for h in read_text(text, entries).hits]
+        assert got == plain_hits(text, entries)
+    assert sum(e.literals is not None for e in entries) == len(entries)
+
+
+def test_required_literals():
+    assert required_literals(r"No available kernel\.\s+Aborting") == (("No available kernel.", False),)
+    assert required_literals(r"(?i)\bgrad_[qkv]|d[QKV]\b") == tuple(sorted(
+        [(f"grad_{c}", True) for c in "qkv"] + [(f"d{c}", True) for c in "qkv"]))
+    assert required_literals(r"(?:(?i:transformer)|\bTE)\s*\d") == (("TE", False), ("transformer", True))
+    assert required_literals(r"\d+\s*\w") is None
+    assert required_literals(r"(?:foo)?bar") == (("bar", False),)
+
+
+def test_the_bit_set_windows_find_the_best_window():
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(30)]
+    for _ in range(200):
+        windows = [set(rng.sample(vocabulary, rng.randint(0, 8))) for _ in range(rng.randint(1, 60))]
+        weights = {w: rng.choice([0.5, 1.0, 1.7, 2.3]) for w in rng.sample(vocabulary, rng.randint(1, 10))}
+        plain = max(sum(weights.get(w, 0.0) for w in window) for window in windows)
+        assert abs(Windows.of(windows).best(weights) - plain) < 1e-9
