@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Iterator
@@ -170,6 +171,16 @@ def cli(capsys):
             main(list(args))
         out, err = capsys.readouterr()
         return info.value.code, out, err
+    return run
+
+
+@pytest.fixture()
+def explain(cli):
+    """`attndoctor explain ... --format json` in-process: the document (exit 0 or 1 expected)."""
+    def run(*args):
+        code, out, err = cli("explain", *args, "--format", "json")
+        assert code in (0, 1), err
+        return json.loads(out)
     return run
 
 

@@ -1,6 +1,5 @@
 """The cuDNN / cudnn-frontend / flash-attn releases of 2026 the horizons claim: which answer in the rules and which not."""
 
-import json
 
 import pytest
 
@@ -8,15 +7,6 @@ SHAPE = ["--heads", "16", "--dtype", "bf16"]
 TRAIN = ["--hdim", "128", *SHAPE, "--seqlen", "4096", "--train", "--causal"]
 NEWEST_READ = ["--cudnn", "9.26.0", "--cudnn-frontend", "1.33.0", "--flash-attn", "2.8.3.post2",
                "--flash-attn-4", "4.0.0b27"]
-
-
-@pytest.fixture()
-def explain(cli):
-    def run(*args: str) -> dict:
-        code, out, err = cli("explain", *args, "--format", "json")
-        assert code in (0, 1), err
-        return json.loads(out)
-    return run
 
 
 def _verdicts(doc: dict) -> dict[str, dict]:

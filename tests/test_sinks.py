@@ -1,6 +1,5 @@
 """The attention-sinks fact: config field, flag, condition variable, schema, runners, and the backends it decides."""
 
-import json
 
 import pytest
 
@@ -10,15 +9,6 @@ from attndoctor_kernels.spec import NotBuilt, case_spec
 
 GPT_OSS = ["--hdim", "64", "--heads", "64", "--kv-heads", "8", "--seqlen", "4096", "--dtype", "bf16", "--train",
            "--causal", "--sinks"]
-
-
-@pytest.fixture()
-def explain(cli):
-    def run(*args: str) -> dict:
-        code, out, err = cli("explain", *args, "--format", "json")
-        assert code in (0, 1), err
-        return json.loads(out)
-    return run
 
 
 def _statuses(doc: dict) -> dict[str, str]:

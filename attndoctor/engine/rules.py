@@ -351,12 +351,7 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
     for path in files:
         display = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
         names.append(display)
-        try:
-            text, doc = load_toml_file(path)
-        except (UnicodeDecodeError, OSError) as exc:
-            raise RuleError(f"cannot read ({exc})", file=display) from None
-        except ValueError as exc:
-            raise RuleError(f"not valid TOML: {exc}", file=display) from None
+        text, doc = read_data_file(path, display)
         extra = sorted(set(doc) - {"rule", "backend", "selection", "horizon"})
         if extra:
             raise RuleError(f"unknown top-level key {extra[0]!r}; expected [[rule]], [[backend]] or [[selection]]",
@@ -395,6 +390,16 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
                 raise RuleError(f"horizon {horizon.package}: unknown backend {backend!r}")
     return RuleBase(rules=tuple(rules), backends=tuple(backends), selection=tuple(entries), files=tuple(names),
                     horizons=tuple(horizons))
+
+
+def read_data_file(path: Path, display: str) -> tuple[str, dict[str, Any]]:
+    """A data file's text and TOML document; an unreadable or malformed file is a RuleError naming it."""
+    try:
+        return load_toml_file(path)
+    except (UnicodeDecodeError, OSError) as exc:
+        raise RuleError(f"cannot read ({exc})", file=display) from None
+    except ValueError as exc:
+        raise RuleError(f"not valid TOML: {exc}", file=display) from None
 
 
 def _tables(doc: Mapping[str, Any], key: str, file: str) -> list[dict[str, Any]]:

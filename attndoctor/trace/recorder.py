@@ -416,20 +416,24 @@ class Recorder:
                 recorder.own_graphs += _compiled_graphs() - graphs
                 fields, details = _flex_fields(query, key, value, score_mod, block_mask,
                                                kwargs.get("enable_gqa", args[1] if len(args) > 1 else False))
-                entry = recorder._entry(site, module, "torch.nn.attention.flex_attention.flex_attention", fields,
-                                        details, "flex_attention (higher-order op)", "flex-attention", "forward")
-                recorder.seq += 1
-                first = out[0] if isinstance(out, tuple) else out
-                if recorder.numerics:
-                    recorder._check(entry, first, "output")
-                if fields["train"] and getattr(first, "grad_fn", None) is not None:
-                    recorder._backward(first.grad_fn, site, module, entry.api, fields, details,
-                                       "flex_attention_backward", "flex-attention")
+                recorder._flex_seen(out, site, module, "torch.nn.attention.flex_attention.flex_attention", fields,
+                                    details, "flex_attention (higher-order op)")
                 return out
             finally:
                 recorder.local.busy = False
 
         return flex_attention
+
+    def _flex_seen(self, out: Any, site: str, module: str, api: str, fields: dict, details: dict, op: str) -> None:
+        """Count a FlexAttention call, check its output, and follow it into backward."""
+        entry = self._entry(site, module, api, fields, details, op, "flex-attention", "forward")
+        self.seq += 1
+        first = out[0] if isinstance(out, tuple) else out
+        if self.numerics:
+            self._check(entry, first, "output")
+        if fields["train"] and getattr(first, "grad_fn", None) is not None:
+            self._backward(first.grad_fn, site, module, api, fields, details, "flex_attention_backward",
+                           "flex-attention")
 
     def _wrap_hf_flex(self, original: Any, label: str) -> Any:
         recorder = self
@@ -448,15 +452,8 @@ class Recorder:
                 if attention_mask is not None and not is_block:
                     fields["mask"] = "arbitrary"
                     details["mask_kind"] = _mask_kind(attention_mask)
-                first = out[0] if isinstance(out, tuple) else out
-                entry = recorder._entry(site, name, "transformers flex_attention_forward", fields, details,
-                                        "flex_attention (compiled by transformers)", "flex-attention", "forward")
-                recorder.seq += 1
-                if recorder.numerics:
-                    recorder._check(entry, first, "output")
-                if fields["train"] and getattr(first, "grad_fn", None) is not None:
-                    recorder._backward(first.grad_fn, site, name, entry.api, fields, details,
-                                       "flex_attention_backward", "flex-attention")
+                recorder._flex_seen(out, site, name, "transformers flex_attention_forward", fields, details,
+                                    "flex_attention (compiled by transformers)")
                 return out
             finally:
                 recorder.local.busy = False

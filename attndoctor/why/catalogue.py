@@ -77,16 +77,11 @@ def catalogue_path(rules_dir: str | None = None) -> Path:
 @lru_cache(maxsize=4)
 def load_catalogue(path: str | None = None) -> tuple[CatalogueEntry, ...]:
     """Every [[error]] of the catalogue file, validated; a bad entry raises RuleError naming file, id and line."""
-    from .._toml import load_toml_file
+    from ..engine.rules import read_data_file
 
     file = Path(path) if path else catalogue_path()
     display = file.name
-    try:
-        text, doc = load_toml_file(file)
-    except (UnicodeDecodeError, OSError) as exc:
-        raise RuleError(f"cannot read ({exc})", file=display) from None
-    except ValueError as exc:
-        raise RuleError(f"not valid TOML: {exc}", file=display) from None
+    text, doc = read_data_file(file, display)
     extra = sorted(set(doc) - {"error"})
     if extra:
         raise RuleError(f"unknown top-level key {extra[0]!r}; expected [[error]]", file=display)
