@@ -1,0 +1,101 @@
+"""The error catalogue's patterns find the messages as the libraries really print them (texts from the cited source or issue)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attndoctor.why.catalogue import load_catalogue
+
+# (entry id, where the text comes from, the real text, groups the match must give)
+REAL_TEXTS = [
+    ("TE-FA-VERSION-WARNING",
+     "TE transformer_engine/pytorch/attention/dot_product_attention/backends.py@v2.3:99 with the range "
+     "utils.py _get_supported_versions builds ('>= ' min ', <= ' max), as printed in training logs",
+     "[WARNING  | transformer_engine.pytorch.dot_product_attention.utils]: Supported flash-attn versions are "
+     ">= 2.1.1, <= 2.8.0.post2. Found flash-attn 2.8.3.",
+     {"flash_attn": "2.8.3"}),
+    ("TE-FA-VERSION-WARNING", "same format, a .post release found",
+     "Supported flash-attn versions are >= 2.1.1, <= 2.7.4.post1. Found flash-attn 2.8.0.post2.",
+     {"flash_attn": "2.8.0.post2"}),
+    ("FA-DTYPE", "Dao-AILab/flash-attention hopper/flash_api.cpp@v2.7.0:484",
+     "RuntimeError: FlashAttention-3 only support fp16, bf16, or fp8 e4m3 data type", {}),
+    ("FA-DTYPE", "Dao-AILab/flash-attention hopper/flash_api.cpp@v2.8.3:684",
+     "RuntimeError: FlashAttention on Ampere/Ada cards only supports fp16 and bf16 data type", {}),
+    ("FA-DTYPE", "Dao-AILab/flash-attention hopper/flash_api.cpp@v2.8.3:681",
+     "RuntimeError: FlashAttention only supports fp16, bf16, and fp8_e4m3 data type", {}),
+    ("SDPA-CUDNN-HEAD-DIM",
+     "pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp@001f694a check_cudnn_tensor_shapes "
+     "(head_dim_limit 192 for d_qk 192 / d_v 128 on sm90)",
+     "UserWarning: head_dim should be no more than 192", {}),
+    ("SDPA-SAME-NUM-HEADS",
+     "pytorch/pytorch aten/src/ATen/native/transformers/sdp_utils_cpp.h@v2.13.0:367 check_batch_size_and_num_heads_dense",
+     "UserWarning: Both fused kernels require key and value to have the same num_heads and batch_size but got: "
+     "Key sizes: [1, 8, 128, 64], Value sizes: [1, 4, 128, 64]", {}),
+    ("SDPA-SAME-NUM-HEADS", "pytorch/pytorch aten/src/ATen/native/transformers/sdp_utils_cpp.h@v2.13.0:439",
+     "UserWarning: For dense input, both fused kernels require query, key and value to have the same num_heads. "
+     "Query.sizes(): [1, 8, 128, 64]", {}),
+    ("TORCH-ARCH-NOT-COMPATIBLE", "pytorch/pytorch#150733 (title; the device name carries no 'NVIDIA')",
+     "GeForce RTX 5090 D with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+     {"sm": "120"}),
+    ("TORCH-ARCH-NOT-COMPATIBLE", "lllyasviel/FramePack#702",
+     "F:\\tmp\\framepack_cu126_torch26\\system\\python\\lib\\site-packages\\torch\\cuda\\__init__.py:235: UserWarning:\n"
+     "NVIDIA GeForce RTX 5080 with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+     {"sm": "120", "gpu": "GeForce RTX 5080"}),
+    ("TORCH-ARCH-NOT-COMPATIBLE", "torch/cuda/__init__.py@v2.13.0:427 _check_cubins (a device name with dashes)",
+     "NVIDIA A100-SXM4-80GB with CUDA capability sm_80 is not compatible with the current PyTorch installation.",
+     {"sm": "80"}),
+    ("SDPA-CUDNN-GRAD-OUT-STRIDE", "pytorch/pytorch#134001, pytorch/pytorch#138581 (torch 2.5.0)",
+     "UserWarning: cuDNN SDPA backward got grad_output.strides() != output.strides(), attempting to materialize a "
+     "grad_output with matching strides... (Triggered internally at ../aten/src/ATen/native/cudnn/MHA.cpp:667.)", {}),
+    ("SDPA-CUDNN-GRAD-OUT-STRIDE", "pytorch/pytorch aten/src/ATen/native/cudnn/MHA.cpp@02a4a0fe run_cudnn_SDP_bprop",
+     "cuDNN SDPA backward got grad_output.strides() != output.strides(), attempting to materialize a grad_output "
+     "with matching strides.Consider upgrading cuDNN v9.5.1+ to avoid this warning.", {}),
+    ("VLLM-CANNOT-USE-FA2", "vllm-project/vllm vllm/attention/selector.py@68941ee0 which_attn_to_use",
+     "INFO 06-01 10:00:00 selector.py:150] Cannot use FlashAttention-2 backend for block size not divisible by 16.",
+     {}),
+    ("VLLM-USING-BACKEND", "vllm-project/vllm vllm/attention/selector.py@68941ee0 get_attn_backend",
+     "INFO 06-01 10:00:00 selector.py:64] Using Flashinfer backend.", {"vllm_backend": "Flashinfer"}),
+    ("CUDNN-FE-NO-PLANS-BUILT", "NVIDIA/TransformerEngine#651 (TE 1.2.1, cudnn-frontend plans.h@v1.0.0:269)",
+     "fused_attn_f16_arbitrary_seqlen.cu:227 in function operator(): cuDNN Error: [cudnn_frontend] Error: No "
+     "execution plans built successfully.. For more information, enable cuDNN error logging by setting "
+     "CUDNN_LOGERR_DBG=1 and CUDNN_LOGDEST_DBG=stderr in the environment.", {}),
+    ("CUDNN-LOGERR-HINT", "NVIDIA/TransformerEngine#651", "cuDNN Error: [cudnn_frontend] Error: No execution plans "
+     "built successfully.. For more information, enable cuDNN error logging by setting CUDNN_LOGERR_DBG=1 and "
+     "CUDNN_LOGDEST_DBG=stderr in the environment.", {}),
+    ("CUDNN-FE-ERROR-IN-TE-BWD", "NVIDIA/TransformerEngine#1591 (title)",
+     "How to debug `tex.fused_attn_bwd` getting `cuDNN Error: [cudnn_frontend] Error: No execution plans support "
+     "the graph`", {}),
+    ("VLLM-SOFTCAP-BUILD", "vllm-project/vllm#25502 (title)",
+     "[Bug]: This flash attention build does not support tanh softcapping: gemma-2-2b-it on H100 NVL", {}),
+    ("TE-NO-BACKEND", "NVIDIA/TransformerEngine#1821",
+     "ValueError: No dot product attention backend is available for the provided inputs. Please run with "
+     "NVTE_DEBUG=1 NVTE_DEBUG_LEVEL=2 to find out the reasons for disabling all backends.", {}),
+]
+
+SOURCE_REF = re.compile(r"@[0-9A-Za-z][\w.\-]*|#\d+")
+"""A tag or commit (path@tag) or an issue number (repo#N)."""
+
+
+@pytest.mark.parametrize("entry_id,source,text,groups", REAL_TEXTS,
+                         ids=[f"{e}-{i}" for i, (e, *_) in enumerate(REAL_TEXTS)])
+def test_the_pattern_finds_the_message_as_the_library_prints_it(entry_id, source, text, groups):
+    entry = {e.id: e for e in load_catalogue()}[entry_id]
+    match = entry.pattern.search(text)
+    assert match, f"{entry_id} misses the real text from {source}"
+    for name, value in groups.items():
+        assert match.group(name) == value
+
+
+def test_every_library_message_cites_a_tag_commit_or_issue():
+    loose = [e.id for e in load_catalogue()
+             if e.kind != "fact" and e.library != "text" and e.verified
+             and not any(SOURCE_REF.search(s) for s in e.source)]
+    assert not loose, f"verified entries whose source names no tag, commit or issue: {loose}"
+
+
+def test_an_unverified_entry_says_what_was_tried():
+    for entry in load_catalogue():
+        if not entry.verified:
+            assert len(entry.note) > 40, entry.id
