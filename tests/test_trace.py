@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -174,3 +175,42 @@ def test_torchrun_writes_one_record_per_rank_merged_by_the_reader(tmp_path):
     doc = json.loads(report.read_text())
     [gqa] = calls_at(doc, f"two_sites.py:{line_of('two_sites.py', 'GQA-SITE')}")
     assert gqa["count"] == 6 and sorted(gqa["ranks"]) == ["0", "1"]
+
+
+def test_bench_names_a_faster_backend_than_what_ran():
+    import torch.nn.functional as F
+
+    import attndoctor
+    from attndoctor.bench import run_bench
+    from attndoctor.trace.reader import attach_bench
+    from test_bench import PlantedSupervisor, _h100_env
+
+    q, k, v = (torch.randn(2, 16, 256, 128, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    with attndoctor.trace() as t:
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+    env = _h100_env()
+    report = t.report(env)
+    forward = next(c for c in report.calls if c["phase"] == "forward")
+    forward["ran"] = "sdpa-flash"  # as on an H100 where the flash kernel ran
+    bench = run_bench([r.config for r in report.report.results], env, supervisor=PlantedSupervisor(), seed=1)
+    attach_bench(report, bench)
+    faster = forward["faster"]
+    assert faster["backend"] == "sdpa-cudnn" and faster["metric"] == "forward_backward"
+    assert faster["ms"] == 1.5 and faster["ran_ms"] == 2.5 and faster["speedup"] == round(2.5 / 1.5, 2)
+    assert "CUDNN_ATTENTION" in faster["select"]
+    assert all("faster" not in c for c in report.calls if c["phase"] == "backward")
+    from attndoctor.report.trace_text import render_trace_text, trace_document
+
+    check(trace_document(report))
+    buffer = io.StringIO()
+    render_trace_text(report, buffer)
+    assert "sdpa-cudnn is 1.67x faster than sdpa-flash" in buffer.getvalue()
+
+
+def test_bench_without_a_gpu_says_nothing_was_timed(tmp_path):
+    report = tmp_path / "trace.json"
+    done = trace("--bench", "--format", "json", "--output", str(report), "--", sys.executable, "two_sites.py")
+    assert done.returncode == 3
+    doc = json.loads(report.read_text())
+    assert any("--bench needs a CUDA GPU" in n for n in doc["trace"]["notes"])
+    assert all("faster" not in c for c in doc["calls"])

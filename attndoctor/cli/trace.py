@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -71,6 +71,9 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
                                         "non-finite values (naming the first call site and step), and measure the "
                                         "advisories' data conditions (min logsumexp per head, fully masked rows)."),
           timing: bool = typer.Option(False, "--timing", help="GPU time per call site (CUDA events)."),
+          bench: bool = typer.Option(False, "--bench", help="After the program, time every backend that runs each "
+                                     "distinct config (as `attndoctor bench` does) and name a faster one than what "
+                                     "ran."),
           record: Optional[str] = typer.Option(None, "--record", metavar="PATH", help="Write the distinct configs as "
                                                "JSON lines for explain/verify --config-file."),
           output_file: Optional[str] = typer.Option(None, "--output", "-o", metavar="PATH",
@@ -93,17 +96,19 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
         from ..trace.reader import read_records
 
         records = read_records(directory)
-    _report(records, list(command or []), code, record, output_file, fmt, rules_dir)
+    _report(records, list(command or []), code, record, output_file, fmt, rules_dir, bench)
     raise typer.Exit(code)
 
 
 def _report(records: list, argv: List[str], code: int, record: Optional[str], output_file: Optional[str], fmt: str,
-            rules_dir: Optional[str]) -> None:
+            rules_dir: Optional[str], bench: bool = False) -> None:
     from ..output import output_stream
     from ..probe import probe
     from ..trace.reader import record_lines, trace_report
 
     report = trace_report(records, probe(), argv=argv, exit_code=code, rules_dir=rules_dir)
+    if bench:
+        _bench(report, rules_dir)
     if record:
         with output_stream(record, what="--record") as stream:
             stream.write("".join(line + "\n" for line in record_lines(report.calls)))
@@ -112,6 +117,22 @@ def _report(records: list, argv: List[str], code: int, record: Optional[str], ou
             _render(report, fmt, stream)
     else:
         _render(report, fmt, sys.stderr)
+
+
+def _bench(report: Any, rules_dir: Optional[str]) -> None:
+    """--bench: time the distinct configs on this machine's GPU; without one, say that nothing was timed."""
+    from ..trace.reader import attach_bench
+
+    env = report.report.environment
+    configs = [r.config for r in report.report.results]
+    if not configs:
+        return
+    if env.no_gpu or not env.torch_cuda_available:
+        report.notes.append("--bench needs a CUDA GPU and torch with CUDA: nothing was timed")
+        return
+    from ..bench import run_bench
+
+    attach_bench(report, run_bench(configs, env, rules_dir=rules_dir))
 
 
 def _render(report: object, fmt: str, stream: object) -> None:

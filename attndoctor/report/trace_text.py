@@ -94,6 +94,16 @@ def _call_lines(trace: Any) -> list[Text]:
             if line not in shown:
                 shown.add(line)
                 lines.append(Text(line, style="red" if adv["state"] == "hit" else "yellow"))
+        faster = call.get("faster")
+        if faster:
+            than = f"{faster['speedup']:.2f}x faster than {call['ran']} ({faster['ms']:.3f} vs {faster['ran_ms']:.3f} " \
+                   f"ms {faster['metric'].replace('_', '+')})" if faster.get("speedup") else \
+                   f"the fastest timed ({faster['ms']:.3f} ms {faster['metric'].replace('_', '+')}; {call['ran']} " \
+                   "was not timed)"
+            line = f"{where}: {faster['backend']} is {than}: {faster['select']}"
+            if line not in shown:
+                shown.add(line)
+                lines.append(Text(line, style="cyan"))
         numerics = call.get("numerics") or {}
         if numerics.get("nonfinite_calls"):
             first = numerics.get("first_nonfinite") or {}

@@ -199,6 +199,26 @@ def _judge(call: dict[str, Any], result: Any) -> None:
         call["advisories"] = advisories
 
 
+def attach_bench(trace: TraceReport, bench: Any) -> None:
+    """Beside each call, the backend `bench` measured fastest for its config when that is not what ran, and how
+    much faster than what ran (when what ran was timed too)."""
+    from ..bench import metric_ms
+
+    for call in trace.calls:
+        index = call.get("result")
+        if index is None or index >= len(bench.results) or call["phase"] != "forward":
+            continue
+        measured = bench.results[index]
+        rec = measured.recommendation
+        if rec.backend is None or rec.backend == call.get("ran") or call.get("ran") in rec.tie:
+            continue
+        ran_ms = next((metric_ms(m, measured.metric) for m in measured.measurements
+                       if m.get("backend") == call.get("ran")), None)
+        call["faster"] = {"backend": rec.backend, "ms": rec.ms, "ran_ms": ran_ms,
+                          "speedup": round(ran_ms / rec.ms, 2) if ran_ms and rec.ms else None,
+                          "metric": measured.metric, "select": rec.select}
+
+
 def _notes(records: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], calls: list[dict[str, Any]]) -> list[str]:
     notes: list[str] = []
     for header, _ in records:
