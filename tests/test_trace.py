@@ -199,6 +199,8 @@ def test_bench_names_a_faster_backend_than_what_ran():
     assert faster["ms"] == 1.5 and faster["ran_ms"] == 2.5 and faster["speedup"] == round(2.5 / 1.5, 2)
     assert "CUDNN_ATTENTION" in faster["select"]
     assert all("faster" not in c for c in report.calls if c["phase"] == "backward")
+    assert any("--bench timed 1 distinct config(s)" in n and "faster backend is named beside the other 1" in n
+               for n in report.notes)
     from attndoctor.report.trace_text import render_trace_text, trace_document
 
     check(trace_document(report))

@@ -204,19 +204,28 @@ def attach_bench(trace: TraceReport, bench: Any) -> None:
     much faster than what ran (when what ran was timed too)."""
     from ..bench import metric_ms
 
+    fastest: dict[int, bool] = {}
     for call in trace.calls:
         index = call.get("result")
         if index is None or index >= len(bench.results) or call["phase"] != "forward":
             continue
         measured = bench.results[index]
         rec = measured.recommendation
-        if rec.backend is None or rec.backend == call.get("ran") or call.get("ran") in rec.tie:
+        if rec.backend is None:
+            continue
+        fastest[index] = fastest.get(index, True) and (rec.backend == call.get("ran") or call.get("ran") in rec.tie)
+        if fastest[index]:
             continue
         ran_ms = next((metric_ms(m, measured.metric) for m in measured.measurements
                        if m.get("backend") == call.get("ran")), None)
         call["faster"] = {"backend": rec.backend, "ms": rec.ms, "ran_ms": ran_ms,
                           "speedup": round(ran_ms / rec.ms, 2) if ran_ms and rec.ms else None,
                           "metric": measured.metric, "select": rec.select}
+    timed = len(fastest)
+    trace.notes.append(f"--bench timed {timed} distinct config(s) on {bench.gpu.get('name') or 'this GPU'}: what ran "
+                       f"was the fastest (or within the noise of it) for {sum(fastest.values())}"
+                       + (f"; a faster backend is named beside the other {timed - sum(fastest.values())}"
+                          if timed > sum(fastest.values()) else ""))
 
 
 def _notes(records: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], calls: list[dict[str, Any]]) -> list[str]:
