@@ -127,7 +127,7 @@ def _bench(report: Any, rules_dir: Optional[str]) -> None:
     configs = [r.config for r in report.report.results]
     if not configs:
         return
-    if env.no_gpu or not env.torch_cuda_available:
+    if env.no_gpu or env.torch_cuda_available is False or not env.gpus:
         report.notes.append("--bench needs a CUDA GPU and torch with CUDA: nothing was timed")
         return
     from ..bench import run_bench
