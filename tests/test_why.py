@@ -274,3 +274,19 @@ def test_the_json_matches_the_published_schema(cli):
         code, out, _ = cli("why", "--no-here", text, "--format", "json")
         errors = [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(json.loads(out))]
         assert not errors
+
+
+def test_a_text_about_another_machine_is_not_judged_with_this_machines_facts():
+    # This machine: no GPU, a CPU-only torch 2.13, no cuDNN. The text: an H100 with torch 2.11. The cuDNN this machine
+    # lacks must not rule out the cuDNN advisory the text describes.
+    from attndoctor.environment import environment_from_flags
+
+    here = environment_from_flags({"torch": "2.13.0", "cudnn": "none", "te": "none", "flash_attn": "none"})
+    here.source, here.no_gpu = "probe", True
+    got = explain_text("NaN in grad_q with the cuDNN backend (sdpa), seq len 704, with an attention mask, H100, "
+                       "torch 2.11", base_env=here)
+    assert got.cause is not None and got.cause.id == "ADV-CUDNN-SM90-BWD-KV64-LSE-NAN"
+    assert got.environment.versions.get("cudnn") in (None, "")
+    assert any("another machine" in note for note in got.dropped)
+    same = explain_text("NaN in grad_q, seq len 704, with an attention mask", base_env=here)
+    assert not any("another machine" in note for note in same.dropped)

@@ -68,6 +68,10 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     dropped = list(reading.ignored)
 
     env = base_env
+    other = _another_machine(reading, base_env)
+    if other:
+        dropped.append(f"this machine's facts ({other}): the text describes another machine")
+        env = environment_from_flags({})
     for field in ENV_TARGETS:
         fact = reading.facts.get(field)
         if fact is None:
@@ -108,6 +112,27 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     answer = WhyAnswer(reading=reading, config=config, environment=env, result=result, candidates=candidates,
                        settle=(), dropped=tuple(dropped), te=_te_story(reading, result), rule_count=len(base.rules))
     return answer._replace(settle=_settle(answer))
+
+
+def _another_machine(reading: Reading, env: Any) -> str:
+    """What tells this machine apart from the one the text was written on ('' when nothing does, or when the base
+    is not this machine): another GPU, or another torch release."""
+    from ..environment import environment_from_flags
+
+    if getattr(env, "source", "") != "probe":
+        return ""
+    gpu, torch = reading.facts.get("gpu"), reading.facts.get("torch")
+    if gpu is not None:
+        try:
+            named = environment_from_flags({"gpu": gpu.value})
+        except UsageError:
+            named = None
+        if named is not None and named.sm != env.sm:
+            return f"{env.gpu or 'no GPU'} here, {named.gpu} in the text"
+    mine = str(env.versions.get("torch") or "")
+    if torch is not None and mine and mine.split(".")[:2] != str(torch.value).split(".")[:2]:
+        return f"torch {mine} here, {torch.value} in the text"
+    return ""
 
 
 def environment_findings(env: Any) -> list[dict[str, Any]]:
