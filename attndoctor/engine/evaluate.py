@@ -312,6 +312,214 @@ def _arch(sm: int) -> Any:
     return Version(str(sm))
 
 
+ABSTRACTED = ("batch", "seqlen_q", "seqlen_kv")
+CONFIG_FACTS_ALL = frozenset((*CONFIG_FACTS, "window_left", "window_right", "qkv_format"))
+"""Config facts of many values: where no fix changes them, a verdict reads them only through a few comparisons."""
+
+
+def _atoms(node: expr.Node) -> Iterable[expr.Node]:
+    """The comparisons a condition is made of (and, or, not aside): residual() decides or keeps each whole."""
+    if isinstance(node, expr.BoolOp):
+        for item in node.items:
+            yield from _atoms(item)
+    elif isinstance(node, expr.Unary) and node.op == "not":
+        yield from _atoms(node.operand)
+    else:
+        yield node
+
+
+TRIALS_LIMIT = 256
+"""Environments tried per rule to prove it never applies; beyond it the rule is kept."""
+Step = tuple[str, str, tuple[Any, ...], frozenset[str]]
+
+
+def _steps(rules: Sequence[Rule], env: Environment) -> list[Step]:
+    """Each package version or variable the rules' fixes set, with the values they set it to and the machine facts
+    that change with it (a release sweep only fills in facts nobody gave: those stay open in a residual)."""
+    targets: dict[tuple[str, str], dict[Any, None]] = {}
+    for rule in rules:
+        for fix in rule.fixes:
+            if fix.kind in ("upgrade", "downgrade"):
+                current = env.versions.get(fix.target)
+                if current not in (None, ABSENT):  # plan_of drops a step that would not move the version that way
+                    now, to = _version(current, fix.target), _version(fix.to, fix.target)
+                    if now >= to if fix.kind == "upgrade" else now <= to:
+                        continue
+                targets.setdefault(("package", fix.target), {})[fix.to] = None
+            elif fix.kind in ("set", "unset"):
+                targets.setdefault(("env", fix.target), {})[fix.to if fix.kind == "set" else None] = None
+    machine = env_facts(env)
+    steps = []
+    for (kind, target), values in targets.items():
+        changed: set[str] = set()
+        for value in values:
+            moved = env_facts(_moved(env, kind, target, value))
+            changed.update(k for k in {*machine, *moved} if machine.get(k) != moved.get(k))
+        steps.append((kind, target, tuple(values), frozenset(changed)))
+    return steps
+
+
+def _moved(env: Environment, kind: str, target: str, value: Any) -> Environment:
+    return env.with_version(target, value) if kind == "package" else env.with_env_var(target, value)
+
+
+def _never_applies(rule: Rule, env: Environment, steps: Sequence[Step]) -> bool:
+    """True when the rule is false on this machine and on every machine the fixes' steps lead to, in any
+    combination."""
+    envs = [env]
+    for kind, target, values, changed in steps:
+        if changed.isdisjoint(rule.key_names):
+            continue
+        if len(envs) * (len(values) + 1) > TRIALS_LIMIT:
+            return False
+        envs = [m for e in envs for m in (e, *(_moved(e, kind, target, v) for v in values))]
+    for trial in envs:
+        rest = expr.residual(rule.predicate, env_facts(trial))
+        if not (isinstance(rest, expr.Const) and rest.value is False):
+            return False
+    return True
+
+
+Reach = dict[str, "tuple[tuple[expr.Compiled, frozenset[str]], ...] | None"]
+"""Each config fact fixes change, with the expressions that give its new value (read on the config being fixed);
+None where a change also moves a fact beside it (a layout its format, a window its other side)."""
+
+
+def _reachable(rules: Iterable[Rule]) -> Reach:
+    """The config facts the rules' fixes change, and how (see Reach)."""
+    reach: Reach = {}
+    for rule in rules:
+        for fix in rule.fixes:
+            if fix.kind not in ("change", "pad"):
+                continue
+            if fix.target in ("layout", "qkv_format") or fix.target.startswith("window") or \
+                    fix.target not in CONFIG_FACTS or fix.value_node is None:
+                for name in PARTNERS.get(fix.target, (fix.target,)):
+                    reach[name] = None
+            elif reach.get(fix.target, ()) is not None:
+                source = (expr.compile_node(fix.value_node), frozenset(expr.free_names(fix.value_node)))
+                reach[fix.target] = tuple(dict.fromkeys((*(reach.get(fix.target) or ()), source)))
+    return reach
+
+
+def _trial_values(name: str, sources: Sequence[tuple[expr.Compiled, frozenset[str]]],
+                  facts: dict[str, Any]) -> list[Any]:
+    """The values fixes would give a config fact, as with_changes holds them (apply_fixes tries no other)."""
+    out: list[Any] = []
+    for fn, _ in sources:
+        value = fn(facts)
+        if value is expr.UNKNOWN:
+            continue
+        try:
+            value = getattr(with_changes(AttentionConfig(), {name: value}), name)
+        except (UsageError, TypeError):
+            continue
+        if value != facts.get(name) and value not in out:
+            out.append(value)
+    return out
+
+
+def _overlays(reads: Iterable[str], reach: Reach, facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The values fix trials may give the facts a condition reads, the config's own first (the empty overlay)."""
+    out: list[dict[str, Any]] = [{}]
+    for name in reads:
+        sources = reach.get(name)
+        if sources:
+            values = _trial_values(name, sources, facts)
+            out += [{**o, name: v} for o in out for v in values]
+    return out
+
+
+class _Fixer(NamedTuple):
+    """A rule whose fixes change an abstracted fact, as it reads on each machine a fix trial reaches."""
+
+    rule: Rule
+    residuals: tuple[expr.Compiled, ...]
+    changed: tuple[str, ...]
+    reads: tuple[str, ...]
+    memo: dict[tuple[Any, ...], bool]
+
+
+def _fixer(rule: Rule, env: Environment, steps: Sequence[Step], reach: Reach, abstract: set[str]) -> _Fixer:
+    """The rule read on every machine the fixes' steps reach (what is left once each machine's facts are in)."""
+    envs = [env]
+    for kind, target, values, changed in steps:
+        if not changed.isdisjoint(rule.key_names):
+            envs = [m for e in envs for m in (e, *(_moved(e, kind, target, v) for v in values))]
+        if len(envs) > TRIALS_LIMIT:  # too many machines to read it on: taken to apply (the lengths stay in keys)
+            return _Fixer(rule, (lambda facts: True,), (), (), {})
+    residuals: dict[str, expr.Compiled] = {}
+    for trial in envs:
+        rest = expr.residual(rule.predicate, env_facts(trial))
+        if not (isinstance(rest, expr.Const) and rest.value is False):
+            residuals.setdefault(expr.render(rest), expr.compile_node(rest))
+    changed = tuple(n for n in rule.key_names if reach.get(n))
+    reads = set(rule.key_names) - abstract
+    for name in changed:
+        reads.update(*(names for _, names in reach[name] or ()))  # type: ignore[union-attr]
+    return _Fixer(rule, tuple(residuals.values()), changed, tuple(sorted(reads)), {})
+
+
+class _Share(NamedTuple):
+    """What the verdicts of one backend on one machine are shared by (see Evaluator._share)."""
+
+    names: tuple[str, ...]
+    abstract: tuple[str, ...]
+    atoms: tuple[tuple[expr.Compiled, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...]
+    """Each comparison that reads an abstracted fact: what it reads, which of those fixes change, and the facts
+    those changes are computed from."""
+    fixers: tuple[_Fixer, ...]
+    reach: Reach
+    by_value: tuple[tuple[Rule, tuple[str, ...]], ...]
+    cache: dict[tuple[Any, ...], Verdict]
+    overlays: dict[tuple[Any, ...], list[dict[str, Any]]]
+
+
+RAW = "raw"
+"""Marks a key that holds the lengths themselves: a rule that would change one may apply."""
+
+
+def _abstracted(share: _Share, facts: dict[str, Any]) -> tuple[Any, ...]:
+    """The part of a verdict's key that stands for the abstracted facts: the comparisons' values at every trial, or
+    the facts themselves where a fixer applies at a trial (only the fixes of a finding that applies are tried)."""
+    for fixer in share.fixers:
+        at = tuple(map(facts.get, fixer.reads))
+        may = fixer.memo.get(at)
+        if may is None:
+            config = {k: v for k, v in facts.items() if k in CONFIG_FACTS_ALL and k not in share.abstract}
+            overlays = _overlays(fixer.changed, share.reach, facts)
+            may = fixer.memo[at] = any(fn({**config, **o}) is True for fn in fixer.residuals for o in overlays)
+        if may:
+            return (RAW, *map(facts.get, share.abstract))
+    out: tuple[Any, ...] = ()
+    for fn, reads, changed, inputs in share.atoms:
+        overlays: Sequence[dict[str, Any]] = ({},)
+        if changed:
+            at = (changed, *map(facts.get, inputs))
+            overlays = share.overlays.get(at)  # type: ignore[assignment]
+            if overlays is None:
+                if len(share.overlays) >= SHARED_LIMIT:
+                    share.overlays.clear()
+                overlays = share.overlays[at] = _overlays(changed, share.reach, facts)
+        for overlay in overlays:
+            value = fn({**facts, **overlay} if overlay else facts)
+            out += (value,) if value is not expr.UNKNOWN else (value, *map(facts.get, reads))
+    return out
+
+
+class _Values(dict):  # type: ignore[type-arg]
+    """Each rule's value on one config, computed when first read: several backends read most rules."""
+
+    def __init__(self, live: dict[str, expr.Compiled], facts: dict[str, Any]) -> None:
+        super().__init__()
+        self.live, self.facts = live, facts
+
+    def __missing__(self, rule_id: str) -> Any:
+        fn = self.live.get(rule_id)
+        value = self[rule_id] = False if fn is None else fn(self.facts)
+        return value
+
+
 class _Formatter(dict):
     def __missing__(self, key: str) -> str:
         return "?"
@@ -619,28 +827,20 @@ class Evaluator:
             self._selections.clear()
         facts = self.fact_cache.facts(config, env)
         live = self._live_rules(env)
-        values: dict[str, Any] = {}  # each rule once per config, though several backends read it
-
-        def value(rule: Rule) -> Any:
-            found = values.get(rule.id, values)
-            if found is values:
-                fn = live.get(rule.id)
-                found = values[rule.id] = False if fn is None else fn(facts)
-            return found
+        values = _Values(live, facts)
 
         all_verdicts: dict[str, Verdict] = {}
         for backend in self.base.backends:
-            names, advisories, cache = self._shared.get(backend.id) or self._share(backend)
-            key = tuple(map(facts.get, names))
-            # Advisories read facts (batch, products of lengths) that most configs do not trip over: they join the
-            # key by their value, and by the facts behind their text and fixes only where they may apply.
-            for rule, read in advisories:
-                found = value(rule)
+            share = self._shared.get(backend.id) or self._share(backend, env)
+            key = tuple(map(facts.get, share.names))
+            if share.abstract:
+                key += _abstracted(share, facts)
+            for rule, read in share.by_value:
+                found = values[rule.id]
                 key += (found,) if found is False else (found, *map(facts.get, read))
+            cache = share.cache
             verdict = cache.get(key)
             if verdict is None:
-                for rule in self.base.rules_for(backend.id):
-                    value(rule)
                 self._values_for, self._values = facts, values
                 verdict = self.verdict(backend, config, env, facts=facts)
                 self._values_for = None
@@ -652,29 +852,67 @@ class Evaluator:
         return ConfigResult(config=config, all_verdicts=tuple(all_verdicts.values()), selected=selections,
                             shown=tuple(dict.fromkeys(backends)) if backends else None)
 
-    def _share(self, backend: Backend) -> tuple[tuple[str, ...], tuple[tuple[Rule, tuple[str, ...]], ...],
-                                               dict[tuple[Any, ...], Verdict]]:
-        """The config facts a backend's verdict can read (its rules' conditions, messages, fix values and targets),
-        and each advisory with the facts it reads."""
+    def _share(self, backend: Backend, env: Environment) -> "_Share":
+        """What a backend's verdict can read on this machine, for the key of the verdicts configs share.
+
+        The config facts its rules' conditions, messages, fix values and targets read, leaving out rules that no fix
+        can bring to apply here. Lengths and batch sizes (ABSTRACTED) have many values but are read through a few
+        comparisons: where no rule that would change them can apply on any machine and config a fix trial reaches
+        (`fixers`, checked per config), they join the key by those comparisons' values at every value the trials give
+        the other fields they read (the fixes set those to constants). Advisories, and rules whose message shows a
+        length, join it by their value, with the facts they read where they may apply.
+        """
         config_names = set(CONFIG_FACTS) | {"window_left", "window_right", "qkv_format"}
+        rules = [r for r in self.base.rules_for(backend.id) if r.id not in self.ignore]
+        steps = _steps(rules, env)
+        rules = [r for r in rules if not _never_applies(r, env, steps)]
+
+        def touched(fix: Fix) -> set[str]:
+            names = set(PARTNERS.get(fix.target, (fix.target,)))
+            if fix.value_node is not None:
+                names.update(expr.free_names(fix.value_node))
+            return names
 
         def read(rule: Rule) -> set[str]:
             names = set(rule.key_names) | set(_placeholders(rule.message))
             for fix in rule.fixes:
                 if fix.kind in ("change", "pad"):
-                    names.update(PARTNERS.get(fix.target, (fix.target,)))
-                    if fix.value_node is not None:
-                        names.update(expr.free_names(fix.value_node))
+                    names.update(touched(fix))
             return names & config_names
 
+        fixers = [r for r in rules if any(f.kind in ("change", "pad") and touched(f) & set(ABSTRACTED)
+                                          for f in r.fixes)]
+        reach = _reachable(r for r in rules if r not in fixers)
+        atoms = {id(a): (a, frozenset(expr.free_names(a))) for r in rules for a in _atoms(r.predicate)}
+
+        def steady(reads: Iterable[str]) -> bool:
+            return all(n in config_names and reach.get(n, ()) is not None for n in reads)
+
+        abstract = {name for name in ABSTRACTED if name not in reach and
+                    all(steady(reads) for _, reads in atoms.values() if name in reads)}
+        if not all(steady(set(r.key_names) & config_names) for r in fixers):
+            abstract = set()
         names: set[str] = {"heads", "kv_heads"}  # with_changes checks them on every fix trial
-        advisories = []
-        for rule in self.base.rules_for(backend.id):
+        by_value = []
+        for rule in rules:
             if rule.advisory:
-                advisories.append((rule, tuple(sorted(read(rule)))))
-            else:
-                names.update(read(rule))
-        found = self._shared[backend.id] = (tuple(sorted(names)), tuple(advisories), {})
+                by_value.append((rule, tuple(sorted(read(rule)))))
+                continue
+            names.update(read(rule) - abstract)
+            shown = abstract.intersection(_placeholders(rule.message))
+            if shown:
+                by_value.append((rule, tuple(sorted(shown))))
+        def inputs(changed: Iterable[str]) -> tuple[str, ...]:
+            return tuple(sorted({*changed, *(n for c in changed for _, names in reach[c] or () for n in names)}))
+
+        keyed = []
+        for a, reads in atoms.values():
+            if reads & abstract:
+                changed = tuple(n for n in sorted(reads) if reach.get(n))
+                keyed.append((expr.compile_node(a), tuple(sorted(reads)), changed, inputs(changed)))
+        checks = tuple(_fixer(r, env, steps, reach, abstract) for r in fixers) if abstract else ()
+        found = self._shared[backend.id] = _Share(tuple(sorted(names)), tuple(sorted(abstract)), tuple(keyed), checks,
+                                                  reach, tuple(by_value), {}, {})
         return found
 
     def _shared_select(self, framework: str, verdicts: dict[str, Verdict], facts: dict[str, Any]) -> Selection:
