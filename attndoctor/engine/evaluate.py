@@ -20,6 +20,10 @@ OUTSIDE = "AD-OUTSIDE-RULES"
 NO_RELEASE = "AD-NO-RELEASE-RUNS"
 
 
+EFFECT_ORDER = {effect: i for i, effect in enumerate(EFFECTS)}
+"""Findings are listed in this order of effect, definite ones first."""
+
+
 class Finding(NamedTuple):
     """A rule (or a built-in check) that applies to a backend, or may apply (applies None) given missing facts."""
 
@@ -553,6 +557,7 @@ class Evaluator:
         self.fact_cache = _FactCache()
         self._values_for: dict[str, Any] | None = None
         self._values: dict[str, Any] = {}
+        self._live_by_backend: dict[tuple[str, int], tuple[dict[str, expr.Compiled], list[Rule]]] = {}
         self._live: dict[tuple[Any, ...], dict[str, expr.Compiled]] = {}
         self._live_env: tuple[Environment, dict[str, expr.Compiled]] | None = None
         self._open: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
@@ -601,7 +606,9 @@ class Evaluator:
                  facts: dict[str, Any]) -> list[Finding]:
         out = list(self._builtin_findings(backend, env, facts))
         values = self._values if self._values_for is facts else None
-        for rule in self.base.rules_for(backend.id):
+        rules = self._live_rules_for(backend, values.live) if isinstance(values, _Values) else \
+            self.base.rules_for(backend.id)
+        for rule in rules:
             if rule.id in self.ignore:
                 continue
             value = values[rule.id] if values is not None else self.memo.value(rule, facts)
@@ -611,9 +618,18 @@ class Evaluator:
                 out.append(self._finding(rule, True, facts))
             else:
                 out.append(self._finding(rule, None, facts, *self._open_condition(rule, facts)))
-        order = {e: i for i, e in enumerate(EFFECTS)}
-        out.sort(key=lambda f: (f.applies is not True, order[f.effect]))
+        out.sort(key=lambda f: (f.applies is not True, EFFECT_ORDER[f.effect]))
         return out
+
+    def _live_rules_for(self, backend: Backend, live: dict[str, expr.Compiled]) -> list[Rule]:
+        """A backend's rules that can apply on the machine `live` was made for (the others are false there)."""
+        key = (backend.id, id(live))
+        found = self._live_by_backend.get(key)
+        if found is None or found[0] is not live:
+            if len(self._live_by_backend) > SHARED_LIMIT:
+                self._live_by_backend.clear()
+            found = self._live_by_backend[key] = (live, [r for r in self.base.rules_for(backend.id) if r.id in live])
+        return found[1]
 
     def _builtin_findings(self, backend: Backend, env: Environment, facts: dict[str, Any]) -> tuple[Finding, ...]:
         """The machine's own findings for a backend: the same for every config on that machine."""
