@@ -477,6 +477,9 @@ class _Share(NamedTuple):
     by_value: tuple[tuple[Rule, tuple[str, ...]], ...]
     cache: dict[tuple[Any, ...], Verdict]
     overlays: dict[tuple[Any, ...], list[dict[str, Any]]]
+    inputs: tuple[str, ...]
+    """Every fact _abstracted reads: configs that agree on them get the same abstracted key."""
+    abstracted: dict[tuple[Any, ...], tuple[Any, ...]]
 
 
 RAW = "raw"
@@ -486,6 +489,16 @@ RAW = "raw"
 def _abstracted(share: _Share, facts: dict[str, Any]) -> tuple[Any, ...]:
     """The part of a verdict's key that stands for the abstracted facts: the comparisons' values at every trial, or
     the facts themselves where a fixer applies at a trial (only the fixes of a finding that applies are tried)."""
+    at_inputs = tuple(map(facts.get, share.inputs))
+    found = share.abstracted.get(at_inputs)
+    if found is None:
+        if len(share.abstracted) >= SHARED_LIMIT:
+            share.abstracted.clear()
+        found = share.abstracted[at_inputs] = _abstract(share, facts)
+    return found
+
+
+def _abstract(share: _Share, facts: dict[str, Any]) -> tuple[Any, ...]:
     for fixer in share.fixers:
         at = tuple(map(facts.get, fixer.reads))
         may = fixer.memo.get(at)
@@ -927,8 +940,9 @@ class Evaluator:
                 changed = tuple(n for n in sorted(reads) if reach.get(n))
                 keyed.append((expr.compile_node(a), tuple(sorted(reads)), changed, inputs(changed)))
         checks = tuple(_fixer(r, env, steps, reach, abstract) for r in fixers) if abstract else ()
+        read_by = set(abstract).union(*(c.reads for c in checks), *(k[1] for k in keyed), *(k[3] for k in keyed))
         found = self._shared[backend.id] = _Share(tuple(sorted(names)), tuple(sorted(abstract)), tuple(keyed), checks,
-                                                  reach, tuple(by_value), {}, {})
+                                                  reach, tuple(by_value), {}, {}, tuple(sorted(read_by)), {})
         return found
 
     def _shared_select(self, framework: str, verdicts: dict[str, Verdict], facts: dict[str, Any]) -> Selection:
