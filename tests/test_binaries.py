@@ -3,6 +3,7 @@ torch symbols that do not resolve, damaged files; and the same read on a real to
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -23,6 +24,19 @@ from test_json_schema import check
 ELF = Path(__file__).parent / "fixtures" / "elf"
 FAKE_TORCH = TorchExports([str(ELF / "libfaketorch.so")])
 STALE_SYMBOL = "_ZN3c1010TensorImpl18set_storage_offsetEl"
+
+
+def fake_distribution(root: Path, name: str, version: str, files: dict[str, Path]) -> None:
+    """An installed distribution in the site-packages `root`: its METADATA, a RECORD listing `files`, and the files
+    (copied from the ELF fixtures)."""
+    info = root / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    record = [f"{rel},," for rel in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+    for rel, src in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, root / rel)
 
 
 def entry(fixture: str, package: str = "flash_attn", label: str = "flash-attn", version: str = "2.7.4") -> dict:
@@ -109,16 +123,7 @@ def _cut_fatbin() -> bytes:
 def site(tmp_path, monkeypatch):
     """A site-packages with flash-attn 2.7.4 built against another torch and a torch whose libtorch_cuda.so
     carries sm80 and sm90, found through their distributions' RECORD files."""
-    def dist(name: str, version: str, files: dict[str, Path]) -> None:
-        info = tmp_path / f"{name}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        record = [f"{rel},," for rel in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
-        (info / "RECORD").write_text("\n".join(record) + "\n")
-        for rel, src in files.items():
-            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, tmp_path / rel)
-
+    dist = functools.partial(fake_distribution, tmp_path)
     dist("flash_attn", "2.7.4", {"flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so": ELF / "ext_stale.so",
                                   "flash_attn/__init__.py": ELF / "make.sh"})
     dist("torch", "2.9.0", {"torch/lib/libc10.so": ELF / "libfaketorch.so",

@@ -3,8 +3,8 @@ installed binaries explain ranks that finding first, with its fix; one they do n
 
 from __future__ import annotations
 
+import functools
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from attndoctor.probe.binaries import annotate, probe_binaries
 from attndoctor.why.service import explain_text
 
 from conftest import fake_probe
+from test_binaries import fake_distribution
 
 ELF = Path(__file__).parent / "fixtures" / "elf"
 STALE_SYMBOL = "_ZN3c1010TensorImpl18set_storage_offsetEl"
@@ -30,16 +31,7 @@ SOFTCAP = "TypeError: _flash_attn_forward() missing 1 required positional argume
 def make_site(root: Path, flash_so: str) -> None:
     """A site-packages with flash-attn 2.8.3 (its extension is `flash_so`) and torch 2.9.0 (libc10 exports the fake
     torch symbols; libtorch_cuda.so carries SASS sm80 and sm90)."""
-    def dist(name: str, version: str, files: dict[str, Path]) -> None:
-        info = root / f"{name}-{version}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        record = [f"{rel},," for rel in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
-        (info / "RECORD").write_text("\n".join(record) + "\n")
-        for rel, src in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, root / rel)
-
+    dist = functools.partial(fake_distribution, root)
     dist("flash_attn", "2.8.3", {"flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so": ELF / flash_so})
     dist("torch", "2.9.0", {"torch/lib/libc10.so": ELF / "libfaketorch.so",
                             "torch/lib/libtorch_cuda.so": ELF / "ext_ok.so"})

@@ -416,24 +416,24 @@ class Recorder:
                 recorder.own_graphs += _compiled_graphs() - graphs
                 fields, details = _flex_fields(query, key, value, score_mod, block_mask,
                                                kwargs.get("enable_gqa", args[1] if len(args) > 1 else False))
-                recorder._flex_seen(out, site, module, "torch.nn.attention.flex_attention.flex_attention", fields,
-                                    details, "flex_attention (higher-order op)")
+                recorder._seen(out, site, module, "torch.nn.attention.flex_attention.flex_attention", fields, details,
+                               "flex_attention (higher-order op)", "flex-attention", "flex_attention_backward")
                 return out
             finally:
                 recorder.local.busy = False
 
         return flex_attention
 
-    def _flex_seen(self, out: Any, site: str, module: str, api: str, fields: dict, details: dict, op: str) -> None:
-        """Count a FlexAttention call, check its output, and follow it into backward."""
-        entry = self._entry(site, module, api, fields, details, op, "flex-attention", "forward")
+    def _seen(self, out: Any, site: str, module: str, api: str, fields: dict, details: dict, op: str, ran: str,
+              backward_op: str = "", note: str = "") -> None:
+        """Count a forward call, check its output, and follow it into backward (where `backward_op` names it)."""
+        entry = self._entry(site, module, api, fields, details, op, ran, "forward", note)
         self.seq += 1
         first = out[0] if isinstance(out, tuple) else out
         if self.numerics:
             self._check(entry, first, "output")
-        if fields["train"] and getattr(first, "grad_fn", None) is not None:
-            self._backward(first.grad_fn, site, module, api, fields, details, "flex_attention_backward",
-                           "flex-attention")
+        if backward_op and fields.get("train") and getattr(first, "grad_fn", None) is not None:
+            self._backward(first.grad_fn, site, module, api, fields, details, backward_op, ran)
 
     def _wrap_hf_flex(self, original: Any, label: str) -> Any:
         recorder = self
@@ -452,8 +452,8 @@ class Recorder:
                 if attention_mask is not None and not is_block:
                     fields["mask"] = "arbitrary"
                     details["mask_kind"] = _mask_kind(attention_mask)
-                recorder._flex_seen(out, site, name, "transformers flex_attention_forward", fields, details,
-                                    "flex_attention (compiled by transformers)")
+                recorder._seen(out, site, name, "transformers flex_attention_forward", fields, details,
+                               "flex_attention (compiled by transformers)", "flex-attention", "flex_attention_backward")
                 return out
             finally:
                 recorder.local.busy = False
@@ -473,11 +473,7 @@ class Recorder:
             if attention_mask is not None:
                 details["fully_masked_rows"] = None
             out = original(module, query, key, value, attention_mask, *args, **kwargs)
-            entry = recorder._entry(site, name, label, fields, details, "matmul + softmax (no attention kernel)",
-                                    "eager", "forward")
-            recorder.seq += 1
-            if recorder.numerics:
-                recorder._check(entry, out[0] if isinstance(out, tuple) else out, "output")
+            recorder._seen(out, site, name, label, fields, details, "matmul + softmax (no attention kernel)", "eager")
             return out
 
         return eager_attention_forward
@@ -494,15 +490,8 @@ class Recorder:
                 site, module = recorder._site_and_module()
                 out = original(*args, **kwargs)
                 fields, details = _flash_fields(function, args, kwargs)
-                first = out[0] if isinstance(out, tuple) else out
-                entry = recorder._entry(site, module, label, fields, details, f"{library} {function}", library,
-                                        "forward")
-                recorder.seq += 1
-                if recorder.numerics:
-                    recorder._check(entry, first, "output")
-                if fields.get("train") and getattr(first, "grad_fn", None) is not None:
-                    recorder._backward(first.grad_fn, site, module, label, fields, details,
-                                       f"{library} {function} backward", library)
+                recorder._seen(out, site, module, label, fields, details, f"{library} {function}", library,
+                               f"{library} {function} backward")
                 return out
             finally:
                 recorder.local.busy = False
@@ -521,12 +510,8 @@ class Recorder:
                 out = original(this, query_layer, key_layer, value_layer, *args, **kwargs)
                 fields, details = _te_fields(this, query_layer, key_layer, value_layer, kwargs)
                 ran, note = _te_backend()
-                entry = recorder._entry(site, module, label, fields, details, "DotProductAttention.forward", ran,
-                                        "forward", note)
-                recorder.seq += 1
-                first = out[0] if isinstance(out, tuple) else out
-                if recorder.numerics:
-                    recorder._check(entry, first, "output")
+                recorder._seen(out, site, module, label, fields, details, "DotProductAttention.forward", ran,
+                               note=note)
                 return out
             finally:
                 recorder.local.busy = False
