@@ -38,8 +38,6 @@ def _chain() -> None:
 
 
 try:
-    import importlib
-
     _start()
 except Exception as exc:  # noqa: BLE001 - the program runs whatever happens to the recorder
     sys.stderr.write(f"attndoctor trace: recorder not started: {type(exc).__name__}: {exc}\n")
