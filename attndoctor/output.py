@@ -73,6 +73,17 @@ def _cannot(name: str, target: str, exc: OSError) -> UsageError:
     return UsageError(f"{name}: cannot write {target} ({reason(exc)})")
 
 
+def check_writable(target: str, what: str = "--output") -> None:
+    """Fail now, in output_stream's words, where writing `target` later would fail (before an hour of work)."""
+    folder = os.path.dirname(target) or "."
+    if os.path.isdir(target):
+        raise _cannot(what, target, IsADirectoryError())
+    if not os.path.isdir(folder):
+        raise _cannot(what, target, FileNotFoundError())
+    if not os.access(folder, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
+        raise _cannot(what, target, PermissionError())
+
+
 def silence_stdout() -> None:
     """Point standard output at the null device, so the interpreter's last flush cannot fail again at exit."""
     with contextlib.suppress(OSError, ValueError, AttributeError):

@@ -14,21 +14,10 @@ from typing import Any, List, Optional
 import typer
 
 from ..errors import UsageError
+from ..output import check_writable
 from .common import handle_errors
 
 TRACE_FORMATS = ("text", "json")
-
-
-def _check_writable(path: str, flag: str) -> None:
-    """Bad output paths end the command before the program runs, not after an hour of training."""
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"{flag}: {path} is a folder; expected a file path")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{flag}: {parent} does not exist; expected a file in an existing folder")
-    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise UsageError(f"{flag}: {path} is not writable")
 
 
 def program_command(command: List[str]) -> List[str]:
@@ -86,7 +75,7 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
         raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(TRACE_FORMATS)}")
     for path, flag in ((output_file, "--output"), (record, "--record")):
         if path:
-            _check_writable(path, flag)
+            check_writable(path, flag)
     if rules_dir and not Path(rules_dir).is_dir():
         raise UsageError(f"--rules-dir: {rules_dir} is not a folder")
     argv = program_command(list(command or []))
