@@ -199,10 +199,33 @@ def test_depends_verdicts_say_where_they_run(cli):
     assert "runs on" in text and "cudnn ≥9.5" in text and "not on A100" in text
 
 
-def test_a_depends_verdict_that_runs_nowhere_says_so(cli):
+def test_a_config_no_modelled_release_runs_is_refused_not_depends(cli):
+    """Every modelled release refuses whatever the facts left out are: a refusal naming the modelled range."""
     code, text, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--gpu", "H100",
-                        "--backend", "flash-attn-2")
-    assert "with the facts given, no flash_attn release runs it on H100 SXM" in text
-    assert "runs on not on" not in text
+                        "--backend", "flash-attn-2", "--format", "json")
+    verdict = json.loads(text)["results"][0]["verdicts"][0]
+    assert verdict["status"] == "unsupported"
+    assert "no flash-attn release the rules model (2.0.0 to 2.8.3) runs it on H100 SXM (sm90)" in text
+    assert "releases after 2.8.3 are not modelled" in text
     code, text, _ = cli("explain", "--hdim", "192", "--hdim-v", "128", "--train", "--backend", "flash-attn-2")
-    assert "no flash_attn release runs it on A100 80GB, L40S, H100 SXM or B200" in text
+    assert "✗ refused" in text and "runs it on any GPU" in text
+    code, text, _ = cli("explain", "--hdim", "128", "--gpu", "T4", "--backend", "flash-attn-2")
+    assert "✗ refused" in text and "? depends" not in text
+
+
+def test_a_config_every_modelled_release_runs_is_runs(cli):
+    """Every modelled release on every GPU runs it whatever is left out: a definite runs, with the range it rests on."""
+    code, text, _ = cli("explain", "--hdim", "64", "--heads", "8", "--seqlen", "4", "--batch", "2", "--dtype", "fp16",
+                        "--infer", "--backend", "sdpa-math", "--format", "json")
+    verdict = json.loads(text)["results"][0]["verdicts"][0]
+    assert verdict["status"] == "supported"
+    assert any(f["rule"] == "AD-EVERY-RELEASE-RUNS" for f in verdict["findings"])
+    code, text, _ = cli("explain", "--hdim", "64", "--heads", "8", "--seqlen", "4", "--batch", "2", "--dtype", "fp16",
+                        "--infer", "--backend", "sdpa-efficient", "--format", "json")
+    assert json.loads(text)["results"][0]["verdicts"][0]["status"] == "depends"  # Blackwell only from torch 2.7
+
+
+def test_a_config_some_release_runs_stays_depends(cli):
+    """One modelled release that may run it keeps the verdict open: a fact left out never becomes a refusal."""
+    code, text, _ = cli("explain", "--hdim", "128", "--gpu", "H100", "--backend", "flash-attn-2", "--format", "json")
+    assert json.loads(text)["results"][0]["verdicts"][0]["status"] == "depends"

@@ -9,7 +9,8 @@ from .common import REPORT_FORMATS, emit, handle_errors, plan
 from .options import with_groups
 
 NO_CONFIG = ("no config to explain; describe one with flags (e.g. --hdim 128 --heads 32 --seqlen 4096 --dtype bf16 "
-             "--train), a model with --model config.json, or many with --config-file configs.jsonl (see --help)")
+             "--train), a model with --model config.json, or many with --config-file configs.jsonl, or ask about "
+             "one backend on one machine (--backend flash-attn-3 --gpu T4) (see --help)")
 """What a bare `attndoctor explain` answers: every verdict would depend on the config it was not given."""
 
 
@@ -29,6 +30,7 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
     report = diagnose_stream(configs, environment, command="explain", backends=output.get("backend"),
                              rules_dir=output.get("rules_dir"), ignore=project.ignore,
                              ignore_from=project.where("ignore"))
-    if not (described or project.configs or project.models):
+    machine_question = bool(output.get("backend")) and bool(facts or env_file)
+    if not (described or project.configs or project.models or machine_question):
         raise UsageError(NO_CONFIG)
     emit(report, output=output, gate=gate)

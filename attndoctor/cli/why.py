@@ -59,7 +59,7 @@ def why(text: Optional[str] = typer.Argument(None, help="The error message or wa
             from ..report.why_text import render_why_text
 
             render_why_text(answer, stream)
-    raise typer.Exit(0 if answer.cause else 1)
+    raise typer.Exit(0 if answer.verdict == "cause" else 1)
 
 
 def _machine_has_attention_stack() -> bool:

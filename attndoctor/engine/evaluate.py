@@ -18,6 +18,7 @@ STATUSES = ("supported", "known-bug", "depends", "outside-rules", "unsupported",
 a version the rules do not model decides it, so nothing is claimed."""
 OUTSIDE = "AD-OUTSIDE-RULES"
 NO_RELEASE = "AD-NO-RELEASE-RUNS"
+EVERY_RELEASE = "AD-EVERY-RELEASE-RUNS"
 
 
 EFFECT_ORDER = {effect: i for i, effect in enumerate(EFFECTS)}
@@ -743,12 +744,17 @@ class Evaluator:
             plans = self._advisory_fixes(backend, config, env, [f for f in findings if f.at_risk])
         verdict = Verdict(backend=backend, status=status, findings=tuple(findings),
                           fix=plans[0] if plans else None, alternatives=tuple(plans[1:]))
-        if status == "depends" and env.sm is not None:
-            refused = self._no_release_runs(verdict, config, env)
-            if refused is not None:
-                finding = Finding(NO_RELEASE, "unsupported", "dispatch", refused.split(";")[0], refused, "", (),
+        if status == "depends":
+            swept = self._no_release_runs(verdict, config, env)
+            if swept is not None and swept[0] == "unsupported":
+                finding = Finding(NO_RELEASE, "unsupported", "dispatch", swept[1].split(";")[0], swept[1], "", (),
                                   ("attndoctor: each modelled release swept",), True)
                 return Verdict(backend=backend, status="unsupported", findings=(finding, *findings))
+            if swept is not None:
+                finding = Finding(EVERY_RELEASE, "info", "dispatch", swept[1], swept[1], "", (),
+                                  ("attndoctor: each modelled release swept",), True)
+                return Verdict(backend=backend, status="supported",
+                               findings=(finding, *(f for f in findings if not f.blocking or f.applies is False)))
         if search_fix and status == "depends" and not self.batch:
             from .where import where_it_runs
 

@@ -83,24 +83,42 @@ def _at_release(env: Environment, axis: str, version: str, pair_flash_attn: bool
     return trial
 
 
-def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env: Environment) -> str | None:
-    """For a `depends` verdict on a known GPU that turns only on one package's version: the sentence saying that no
-    release of it the rules model runs the config, or None when one does (or more than that version is open)."""
-    from ..environment import PACKAGE_LABELS
+ARCHS: tuple[int, ...] = (60, 61, 70, 75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121)
+"""Every compute capability the rules tell apart: an unknown GPU is each of them in turn."""
+
+
+def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env: Environment) -> tuple[str, str] | None:
+    """For a `depends` verdict: ("unsupported", why) when no release of the deciding package the rules model runs
+    the config with the facts given (on the given GPU, or on any GPU when none is given), whatever the facts nobody
+    gave are; ("supported", why) when every one of them runs it; None when they disagree. A release counts as
+    refusing or running only where the rules decide it outright, so a fact left open never decides the verdict."""
+    from ..environment import PACKAGE_LABELS, environment_from_flags
 
     backend = verdict.backend
     axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
-    if not axis or not set(verdict.missing) <= {axis} or not RELEASES.get(axis):
+    if (axis and not RELEASES.get(axis)) or (not axis and env.sm is not None):
         return None
-    for version in reversed(RELEASES[axis]):  # newest first: where a release runs it, it is most often a recent one
-        trial = _at_release(env, axis, version, env.versions.get("flash_attn") is None)
-        if evaluator.quick_status(backend, config, trial) in ("supported", "depends"):
-            return None
+    machines = [env] if env.sm is not None else [environment_from_flags({"gpu": f"sm{sm}"}, base=env) for sm in ARCHS]
+    releases = RELEASES[axis] if axis else ("",)
+    seen: set[str] = set()
+    for machine in machines:
+        for version in reversed(releases):  # newest first: where a release runs it, it is most often a recent one
+            trial = _at_release(machine, axis, version, env.versions.get("flash_attn") is None) if axis else machine
+            status = evaluator.quick_status(backend, config, trial)
+            seen.add("depends" if status == "depends" else "supported" if status == "supported" else "refused")
+            if "depends" in seen or len(seen) > 1:
+                return None
+    where = f"{env.gpu} (sm{env.sm})" if env.sm is not None else f"any GPU (sm{ARCHS[0]} to sm{ARCHS[-1]})"
     label = PACKAGE_LABELS.get(axis, axis)
-    releases = RELEASES[axis]
     span = releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
-    return (f"no {label} release the rules model ({span}) runs it on {env.gpu} (sm{env.sm}); the conditions below "
-            "refuse it at each one")
+    horizon = f" (releases after {releases[-1]} are not modelled)" if axis else ""
+    if seen == {"supported"}:
+        said = f"every {label} release the rules model ({span})" if axis else "it"
+        return "supported", f"{said} runs it on {where}{horizon}"
+    if not axis:
+        return "unsupported", f"it does not run on {where} with the facts given; the conditions below refuse it on each"
+    return "unsupported", (f"no {label} release the rules model ({span}) runs it on {where}; the conditions below "
+                           f"refuse it at each one{horizon}")
 
 
 def describe_where(places: tuple[Where, ...]) -> str:

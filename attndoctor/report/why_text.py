@@ -35,6 +35,7 @@ def why_document(answer: Any) -> dict[str, Any]:
         },
         "config": answer.config.to_dict(),
         "environment": answer.environment.to_dict(),
+        "verdict": answer.verdict,
         "cause": cause.to_dict() if cause else None,
         "alternatives": [c.id for c in answer.alternatives],
         "settle": list(answer.settle),
@@ -85,14 +86,23 @@ def render_why_text(answer: Any, stream: IO[str]) -> None:
         console.print("  give the whole error (--log FILE), or the versions and shape as flags (--torch --cudnn "
                       "--gpu --hdim ...)")
     else:
-        console.print(Text("likely cause: ", style="bold").append(f"{cause.cause}  [{cause.id}]"))
+        if answer.verdict == "ambiguous":
+            console.print(Text("ambiguous: ", style="bold yellow").append(
+                "the text fits causes of different kinds, and nothing in it tells them apart"))
+            for other in (cause,) + answer.alternatives:
+                console.print(f"  {other.cause}  [{other.id}]")
+            if answer.settle:
+                console.print(Text("to tell them apart, give: ", style="bold").append(" ".join(answer.settle)))
+            console.print(Text("the best-ranked one: ", style="bold").append(f"[{cause.id}]"))
+        else:
+            console.print(Text("likely cause: ", style="bold").append(f"{cause.cause}  [{cause.id}]"))
         if cause.fixes:
             console.print(Text("fix: ", style="bold").append(cause.fixes[0]))
             for more in cause.fixes[1:]:
                 console.print(f"  or {more}" if not more.startswith(("workaround", "fixed in")) else f"  {more}")
-        if answer.settle:
+        if answer.settle and answer.verdict != "ambiguous":
             console.print(Text("to settle it, give: ", style="bold").append(" ".join(answer.settle)))
-        if answer.alternatives:
+        if answer.alternatives and answer.verdict != "ambiguous":
             console.print("  as likely: " + ", ".join(c.id for c in answer.alternatives))
     te = answer.te
     if te:

@@ -12,7 +12,8 @@ from .literals import required_literals
 
 from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
 """The catalogue's file name in a rules folder; the rule loader skips it."""
-LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text")
+LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text", "python",
+             "pip", "xformers", "transformers", "triton")
 KINDS = ("error", "warning", "log", "fact")
 PARSERS = ("te-config", "te-backends")
 INSTALL_KINDS = ("arch", "abi", "unreadable")
@@ -25,7 +26,7 @@ SPECIAL_TARGETS = ("backend", "selected", "env_var")
 """backend: the backend a line is about; selected: the backend a framework says it chose; env_var: NAME=VALUE."""
 TARGETS = CONFIG_TARGETS + ENV_TARGETS + SPECIAL_TARGETS
 KEYS = {"id", "library", "kind", "pattern", "source", "backends", "rules", "facts", "sets", "meaning", "fix",
-        "priority", "parse", "install", "verified", "note"}
+        "priority", "parse", "install", "verified", "note", "topic"}
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 
@@ -55,6 +56,10 @@ class CatalogueEntry(NamedTuple):
     literals: tuple[tuple[str, bool], ...] | None = None
     """Texts one of which every match contains, each with whether it is compared case-folded (see literals.py);
     None: the pattern is tried on every line."""
+    topic: str = ""
+    """The kind of problem the message is (why.topics.TOPICS), where neither its rules nor its install kind say it."""
+    indexed: bool = False
+    """Read from a library's source by tools/messages (the message index), not written by hand."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -171,6 +176,12 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
     install = table.get("install", "")
     if install and install not in INSTALL_KINDS:
         raise err(f"'install' must be one of {', '.join(INSTALL_KINDS)}, got {install!r}")
+    topic = table.get("topic", "")
+    if topic:
+        from .topics import TOPICS
+
+        if topic not in TOPICS:
+            raise err(f"'topic' must be one of {', '.join(TOPICS)}, got {topic!r}")
     verified, note = table.get("verified", True), table.get("note", "")
     if not isinstance(verified, bool):
         raise err("'verified' must be true or false")
@@ -180,7 +191,7 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
         id=ident, library=library, kind=kind, pattern=pattern, source=source,
         backends=_strings(table.get("backends"), "backends", err), rules=_strings(table.get("rules"), "rules", err),
         facts=dict(facts), sets=dict(sets), meaning=meaning, fix=fix, priority=priority, parse=parse, file=file,
-        line=line, install=install, verified=verified, note=note, literals=required_literals(raw))
+        line=line, install=install, verified=verified, note=note, literals=required_literals(raw), topic=topic)
 
 
 def _strings(value: Any, what: str, err: Any) -> tuple[str, ...]:

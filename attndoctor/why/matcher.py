@@ -6,6 +6,8 @@ import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+from .topics import entry_topics, install_topics, rule_topics
+
 LINK = 3.0
 """A catalogue message that names the rule: the strongest evidence."""
 SIMILARITY = 3.0
@@ -19,6 +21,10 @@ OTHER_BACKEND = -1.0
 INFERRED_SYMPTOM = 0.5
 """The similarity weight of a rule whose evidence is inferred: its symptom text was not observed."""
 CATALOGUE_CAUSE = 3.5
+INDEXED_CAUSE = 3.0
+ERROR_LINE, LAST_ERROR = 0.3, 0.3
+"""An error outranks a warning or log line about the same run, and the last error (the exception) the others."""
+"""A library's own message, read from its source: it names its check, though no rule models it."""
 """A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
 MESSAGE_ALONE = 1.5
 """Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
@@ -163,13 +169,15 @@ class Candidate(NamedTuple):
     missing: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     lines: tuple[int, ...] = ()
+    topics: tuple[str, ...] = ()
+    """What kind of problem it is (topics.TOPICS): head-dim, gpu-arch, install-abi, ..."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"id": self.id, "kind": self.kind, "score": self.score, "reasons": list(self.reasons),
                 "title": self.title, "cause": self.cause, "fixes": list(self.fixes), "backends": list(self.backends),
                 "applies": self.applies, "missing": list(self.missing), "references": list(self.references),
-                "lines": list(self.lines)}
+                "lines": list(self.lines), "topics": list(self.topics)}
 
 
 def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: Sequence[Mapping[str, Any]] = (),
@@ -234,17 +242,31 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             id=rule.id, kind="advisory" if rule.advisory else "rule", score=round(score, 2), reasons=tuple(reasons),
             title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
             backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
-            lines=tuple(sorted(set(linked.get(rule.id, ()))))))
+            lines=tuple(sorted(set(linked.get(rule.id, ())))), topics=rule_topics(rule)))
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
+    by_id = {r.id: r for r in rules}
+    curated = {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact"}
+    errors = [h.line for h in reading.hits if h.entry.kind == "error"]
+    last_error = max(errors, default=0)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
-        if entry.kind == "fact" or not entry.fix:
+        if entry.kind == "fact" or entry.indexed and (entry.kind == "log" or hit.line in curated):
             continue
-        score = CATALOGUE_CAUSE + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
+        live = [r for r in entry.rules if r in found]
+        if entry.rules and live and not entry.fix:
+            continue  # a rule the facts leave open speaks for the message, with its own fix
+        topics = entry_topics(entry, by_id)
+        score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
+        if entry.kind == "error":
+            score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
+        fixes = (entry.fix,) if entry.fix else tuple(dict.fromkeys(
+            f.describe() for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if f.value_node is None)) \
+            or (generic_fix(entry, hit, topics),)
         out.append(Candidate(
-            id=entry.id, kind="message", score=score, reasons=(f"line {hit.line} is this {entry.library} message",),
-            title=entry.meaning, cause=entry.meaning, fixes=(entry.fix,), backends=entry.backends, applies=True,
-            references=entry.source, lines=(hit.line,)))
+            id=entry.id, kind="message", score=round(score, 2),
+            reasons=(f"line {hit.line} is this {entry.library} {entry.kind}",), title=entry.meaning,
+            cause=entry.meaning, fixes=fixes, backends=entry.backends, applies=True, references=entry.source,
+            lines=(hit.line,), topics=topics))
     out.extend(_install_candidates(install_findings, reading, windows))
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
@@ -298,8 +320,31 @@ def _install_candidates(findings: Sequence[Mapping[str, Any]], reading: Any,
             fixes=tuple(str(f) for f in ([finding["fix"]] if isinstance(finding.get("fix"), str)
                                          else finding.get("fix") or [])),
             backends=tuple(finding.get("backends") or ()), applies=True,
-            references=tuple(finding.get("references") or ()), lines=lines))
+            references=tuple(finding.get("references") or ()), lines=lines, topics=install_topics(finding)))
     return out
+
+
+FIX_BY_TOPIC = {
+    "install-missing": "install {library} (a build for this torch, CUDA and Python), or let another backend take the call",
+    "install-abi": "reinstall {library} built for the installed torch, CUDA and C++ ABI",
+    "install-arch": "install a {library} build that includes this GPU's architecture",
+    "version-mismatch": "install the {library} release the message asks for (the versions it names)",
+    "gpu-arch": "run on a GPU {library} supports, or let another backend take the call",
+    "shared-memory": "use smaller tiles (block sizes, num_stages) or a smaller head dim, or a GPU with more shared memory",
+}
+
+
+def generic_fix(entry: Any, hit: Any, topics: Sequence[str]) -> str:
+    """A fix for a library message no rule models, from what kind of problem it is."""
+    from .index import LABELS
+
+    library = LABELS.get(entry.library, entry.library)
+    for topic in topics:
+        if topic in FIX_BY_TOPIC:
+            return FIX_BY_TOPIC[topic].format(library=library)
+    if topics and topics[0] != "other":
+        return f"change the {topics[0].replace('-', ' ')} to what {library} accepts (its check: {entry.note or 'see the message'})"
+    return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
 
 
 def _first_hits(hits: Iterable[Any]) -> list[Any]:

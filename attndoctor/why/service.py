@@ -37,6 +37,20 @@ class WhyAnswer(NamedTuple):
         return self.candidates[0] if self.candidates and self.candidates[0].score >= CAUSE_AT else None
 
     @property
+    def ambiguous(self) -> bool:
+        """The best candidates point at different backends or kinds of problem, and the text cannot tell which."""
+        cause = self.cause
+        if cause is None:
+            return False
+        return any(set(c.backends) != set(cause.backends) and c.backends and cause.backends
+                   or not set(c.topics) & set(cause.topics) for c in self.alternatives)
+
+    @property
+    def verdict(self) -> str:
+        """cause | ambiguous | unexplained: what `why` could say (the exit code follows it: 0, 1, 1)."""
+        return "unexplained" if self.cause is None else "ambiguous" if self.ambiguous else "cause"
+
+    @property
     def alternatives(self) -> tuple[Candidate, ...]:
         """The other candidates close to the cause."""
         if not self.cause:
@@ -60,11 +74,13 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     from ..environment import environment_from_flags
     from ..services import diagnose_many
     from .catalogue import catalogue_path, check_links, load_catalogue
+    from .index import load_index
 
     base = load_rulebase(rules_dir)
     catalogue = load_catalogue(str(catalogue_path(rules_dir)))
     check_links(catalogue, {r.id for r in base.rules}, set(base.backend_ids))
-    reading = read_text(text, catalogue)
+    known = rule_ids(base)
+    reading = read_text(text, catalogue + tuple(e for e in load_index() if known.issuperset(e.rules)))
     dropped = list(reading.ignored)
 
     env = base_env
@@ -112,6 +128,10 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     answer = WhyAnswer(reading=reading, config=config, environment=env, result=result, candidates=candidates,
                        settle=(), dropped=tuple(dropped), te=_te_story(reading, result), rule_count=len(base.rules))
     return answer._replace(settle=_settle(answer))
+
+
+def rule_ids(base: Any) -> frozenset[str]:
+    return frozenset(r.id for r in base.rules)
 
 
 def _another_machine(reading: Reading, env: Any) -> str:

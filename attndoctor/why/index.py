@@ -1,0 +1,102 @@
+"""The message index (attndoctor/data/messages/*.jsonl, written by tools/messages): every message the attention
+paths of the libraries print, read from their sources at each release, as catalogue entries the reader can find.
+
+A pattern is compiled only when a line holds the longest literal part of its message, so thousands of messages
+cost a few substring scans of the text, not thousands of regular expressions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ..errors import RuleError
+from .catalogue import TARGETS, CatalogueEntry
+
+INDEX_DIR = Path(__file__).resolve().parent.parent / "data" / "messages"
+LABELS: Mapping[str, str] = {
+    "pytorch": "PyTorch", "inductor": "PyTorch inductor", "flash-attn": "flash-attn 2", "flash-attn-3": "flash-attn 3",
+    "flash-attn-4": "flash-attn 4", "transformer-engine": "TransformerEngine", "cudnn-frontend": "cudnn-frontend",
+    "transformers": "transformers", "vllm": "vLLM", "sglang": "SGLang", "xformers": "xformers", "triton": "triton",
+    "cuda": "the CUDA runtime", "loader": "the dynamic loader",
+}
+"""The libraries the index reads, as reports name them."""
+KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "log"}
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+MIN_LITERAL = 8
+"""A message whose longest literal part is shorter than this is too generic to point at anything."""
+
+
+class LazyPattern:
+    """A regular expression compiled at its first use (most index messages never meet a candidate line)."""
+
+    __slots__ = ("pattern", "_compiled")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled.finditer(text)
+
+
+def literal_of(template: str) -> str:
+    """The longest literal part of a message template: every printed form of the message contains it."""
+    parts = [p.strip() for p in PLACEHOLDER.split(template.replace("{{", "\0").replace("}}", "\1"))]
+    best = max(parts, key=len, default="")
+    return best.replace("\0", "{").replace("\1", "}")
+
+
+def meaning_of(record: Mapping[str, Any]) -> str:
+    """One line: who prints the message and the check behind it."""
+    label = LABELS.get(record["library"], record["library"])
+    condition = " ".join(str(record.get("condition") or "").split())
+    if condition:
+        return f"{label} printed this when its check `{condition[:160]}` failed"
+    return f"{label} prints this {KIND_OF.get(record.get('kind', ''), 'message')}"
+
+
+def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
+    """A catalogue entry for one index record; None for a message too generic to find."""
+    literal = literal_of(str(record.get("template", "")))
+    if len(literal) < MIN_LITERAL:
+        return None
+    pattern = record.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise RuleError("'pattern' missing", file=where, rule=str(record.get("id", "?")))
+    sources = tuple(f"{s.get('repo', '')} {s.get('path', '')}@{s.get('ref', '')}"
+                    + (f":{s['line']}" if s.get("line") else "") for s in record.get("sources") or ())
+    facts = {group: field for group, field in (record.get("facts") or {}).items() if field in TARGETS}
+    return CatalogueEntry(
+        id=str(record["id"]).upper(), library=str(record["library"]), kind=KIND_OF.get(record.get("kind", ""), "error"),
+        pattern=LazyPattern(pattern), source=sources, backends=tuple(record.get("backend") or ()),
+        rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
+        priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),
+        literals=((literal, False),), indexed=True)
+
+
+@lru_cache(maxsize=2)
+def load_index(directory: str | None = None) -> tuple[CatalogueEntry, ...]:
+    """Every message of the index, as catalogue entries; an unreadable file raises RuleError naming it."""
+    folder = Path(directory) if directory else INDEX_DIR
+    out: list[CatalogueEntry] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path.name}:{number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RuleError(f"not JSON ({exc.msg})", file=where) from None
+            if not isinstance(record, dict) or "id" not in record or "library" not in record:
+                raise RuleError("a message needs an id and a library", file=where)
+            entry = to_entry(record, path.name)
+            if entry is not None:
+                out.append(entry)
+    return tuple(out)

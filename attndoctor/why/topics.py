@@ -1,0 +1,90 @@
+"""What kind of problem a cause is (head dim, GPU architecture, broken install...), read off what it tests."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+TOPICS = ("gpu-arch", "head-dim", "dtype", "mask", "window", "dropout", "softcap", "bias", "gqa", "seqlen", "layout",
+          "paged-kv", "varlen", "fp8", "determinism", "cp", "sinks", "version-mismatch", "install-abi",
+          "install-missing", "install-arch", "cuda-driver", "shared-memory", "numerics", "oom", "hang", "other")
+"""The closed set of problem kinds, shared by `why`'s JSON and the corpus of pasted errors."""
+
+NAME_TOPICS: Mapping[str, str] = {
+    "hdim": "head-dim", "hdim_v": "head-dim", "dtype": "dtype", "mask": "mask", "window_left": "window",
+    "window_right": "window", "dropout": "dropout", "softcap": "softcap", "bias": "bias", "heads": "gqa",
+    "kv_heads": "gqa", "seqlen_q": "seqlen", "seqlen_kv": "seqlen", "layout": "layout", "qkv_fused": "layout",
+    "paged_kv": "paged-kv", "deterministic": "determinism", "cp": "cp", "cp_comm": "cp", "sinks": "sinks",
+    "sm": "gpu-arch", "fp8_recipe": "fp8", "batch": "seqlen",
+}
+"""Config and machine facts a condition reads, and the problem kind a test of each is about."""
+INSTALL_TOPICS: Mapping[str, str] = {"arch": "install-arch", "abi": "install-abi", "unreadable": "install-missing"}
+PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",
+                      "driver", "cudnn_compiled"})
+WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
+    (r"head[_ ]?dim|headdim|hidden_dim|embedding dimension|last dimension|\bd_?(?:qk|v)\b", "head-dim"),
+    (r"compute capability|\bsm_?\d{2,3}|ampere|hopper|blackwell|turing|volta|\barch", "gpu-arch"),
+    (r"\bdtype|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
+    (r"\bfp8|float8|e4m3|e5m2", "fp8"),
+    (r"causal|attn_mask|mask", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"softcap", "softcap"),
+    (r"alibi|\bbias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads", "gqa"),
+    (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
+    (r"paged|block_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b", "varlen"),
+    (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
+    (r"undefined symbol|ABI|was compiled against|built for", "install-abi"),
+    (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not", "install-arch"),
+    (r"no module named|not installed|cannot import|import error|is not available", "install-missing"),
+    (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
+    (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"hang|deadlock|timed out", "hang"),
+    (r"version", "version-mismatch"),
+))
+
+
+def rule_topics(rule: Any) -> tuple[str, ...]:
+    """A rule's kinds: the facts its condition tests, the packages it pairs, its effect and data conditions."""
+    names = set(getattr(rule, "names", ()) or ())
+    text = getattr(rule, "condition_text", "") or ""
+    out = [NAME_TOPICS[n] for n in sorted(names) if n in NAME_TOPICS]
+    if "'fp8'" in text or "fp8_recipe" in names:
+        out.append("fp8")
+    if "'thd'" in text:
+        out.append("varlen")
+    if "installed(" in text:
+        out.append("install-missing")
+    packages = (names | set(getattr(rule, "when", {}) or {})) & PACKAGES
+    if getattr(rule, "effect", "") == "api-mismatch" or len(packages - {"cudnn_compiled"}) >= 2 and not out:
+        out.append("version-mismatch")
+    if getattr(rule, "data", ()) or getattr(rule, "effect", "") == "wrong-results":
+        out.append("numerics")
+    if not out and packages:
+        out.append("version-mismatch")
+    return tuple(dict.fromkeys(out)) or ("other",)
+
+
+def text_topics(*texts: str) -> tuple[str, ...]:
+    """The kinds a message's own words name (for messages no rule models)."""
+    joined = " ".join(t for t in texts if t)
+    return tuple(dict.fromkeys(t for pattern, t in WORD_TOPICS if pattern.search(joined)))
+
+
+def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
+    """A catalogue or index message's kinds: its install kind, else its rules' kinds, else its own words."""
+    if getattr(entry, "topic", ""):
+        return (entry.topic,)
+    if getattr(entry, "install", ""):
+        return (INSTALL_TOPICS.get(entry.install, "install-missing"),)
+    linked = [t for rid in getattr(entry, "rules", ()) if rid in rules for t in rule_topics(rules[rid])]
+    words = re.sub(r"\\(.)", r"\1", getattr(entry, "pattern", None) and entry.pattern.pattern or "")
+    own = text_topics(words, getattr(entry, "note", ""))
+    if getattr(entry, "indexed", False):
+        return tuple(dict.fromkeys(own + tuple(linked))) or ("other",)
+    return tuple(dict.fromkeys(linked)) or own or text_topics(entry.meaning, entry.fix) or ("other",)
+
+
+def install_topics(finding: Mapping[str, Any]) -> tuple[str, ...]:
+    kind = str(finding.get("kind") or "")
+    return (INSTALL_TOPICS[kind],) if kind in INSTALL_TOPICS else ("install-missing",)
+
+
+def merge(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t for g in groups for t in g))

@@ -1,0 +1,83 @@
+"""The message index joins `why`: a library's own message, read from its source, is found, gives its facts, and
+names its kind of problem and a fix even where no rule models it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attndoctor.errors import RuleError
+from attndoctor.why.index import LazyPattern, literal_of, load_index, to_entry
+from attndoctor.why.reader import read_text
+from attndoctor.why.topics import TOPICS, rule_topics, text_topics
+
+RECORD = {
+    "id": "flash-attn-0123456789ab", "library": "flash-attn", "kind": "error",
+    "template": "FlashAttention only supports head dimension at most {max_hdim}, got {head_size}",
+    "pattern": r"FlashAttention\ only\ supports\ head\ dimension\ at\ most\ (?P<max_hdim>\d+),\ got\ (?P<head_size>\d+)",
+    "facts": {"head_size": "hdim", "max_hdim": "not_a_field"}, "condition": "head_size <= 256",
+    "backend": ["flash-attn-2"],
+    "sources": [{"repo": "Dao-AILab/flash-attention", "path": "csrc/flash_attn/flash_api.cpp", "ref": "v2.8.3",
+                 "line": 1}],
+    "releases": ["2.8.3"], "text": "TORCH_CHECK(head_size <= 256, ...)",
+}
+
+
+def write(tmp_path, *records):
+    (tmp_path / "flash-attn.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    load_index.cache_clear()
+    return str(tmp_path)
+
+
+def test_literal_of_takes_the_longest_literal_part():
+    assert literal_of(RECORD["template"]) == "FlashAttention only supports head dimension at most"
+    assert literal_of("{a} {b}") == ""
+
+
+def test_an_index_message_is_found_and_gives_its_facts(tmp_path):
+    entries = load_index(write(tmp_path, RECORD))
+    assert len(entries) == 1 and entries[0].indexed and entries[0].id == "FLASH-ATTN-0123456789AB"
+    assert entries[0].facts == {"head_size": "hdim"}  # a name that is no attndoctor field is not a fact
+    reading = read_text("RuntimeError: FlashAttention only supports head dimension at most 256, got 320", entries)
+    assert [h.entry.id for h in reading.hits] == ["FLASH-ATTN-0123456789AB"]
+    assert reading.facts["hdim"].value == 320
+
+
+def test_a_generic_message_is_left_out_and_a_bad_line_names_its_file(tmp_path):
+    generic = dict(RECORD, id="flash-attn-ffffffffffff", template="{x} failed", pattern=r"(?P<x>.*?)\ failed")
+    assert to_entry(generic, "f.jsonl") is None
+    (tmp_path / "x.jsonl").write_text("{not json\n", encoding="utf-8")
+    load_index.cache_clear()
+    with pytest.raises(RuleError, match="x.jsonl:1"):
+        load_index(str(tmp_path))
+
+
+def test_the_pattern_compiles_only_when_used():
+    lazy = LazyPattern(r"a(?P<n>\d)")
+    assert lazy._compiled is None
+    assert [m.group("n") for m in lazy.finditer("a1 a2")] == ["1", "2"] and lazy._compiled is not None
+
+
+def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
+    from attndoctor.engine.rules import load_rulebase
+
+    base = {r.id: r for r in load_rulebase().rules}
+    assert rule_topics(base["FA2-ARCH-PRE-AMPERE"]) == ("gpu-arch",)
+    assert "head-dim" in rule_topics(base["SDPA-FLASH-HEAD-DIM"])
+    assert text_topics("out of resource: shared memory, Required: 139776") == ("shared-memory",)
+    assert text_topics("undefined symbol: _ZN3c10") == ("install-abi",)
+    assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
+
+
+def test_why_names_an_index_message_as_the_cause_with_a_fix(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr("attndoctor.why.index.INDEX_DIR", tmp_path)
+    write(tmp_path, RECORD)
+    code, out, err = cli("why", "RuntimeError: FlashAttention only supports head dimension at most 256, got 320",
+                         "--no-here", "--format", "json")
+    load_index.cache_clear()
+    doc = json.loads(out)
+    assert code == 0, err
+    assert doc["cause"]["id"] == "FLASH-ATTN-0123456789AB" and doc["verdict"] == "cause"
+    assert doc["cause"]["backends"] == ["flash-attn-2"] and "head-dim" in doc["cause"]["topics"]
+    assert doc["cause"]["fixes"] and doc["config"]["hdim"] == 320

@@ -1,0 +1,140 @@
+"""Scores `attndoctor why` against the corpus of pasted error texts (tests/corpus/why): each text is given as a
+user would give it, with the facts its thread states outside the text as flags, and the top cause is compared with
+the cause and fix the thread established.
+
+    python tools/corpus/score_why.py [--half heldout|tuning|both] [--cases] [--json FILE]
+The held-out half is for reporting only: never tune on its cases.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "why"
+FLAGS = {"gpu": "--gpu", "torch": "--torch", "cuda": "--cuda", "cudnn": "--cudnn", "flash_attn": "--flash-attn",
+         "flash_attn_3": "--flash-attn-3", "flash_attn_4": "--flash-attn-4", "te": "--te",
+         "cudnn_frontend": "--cudnn-frontend", "driver": "--driver"}
+TARGETS = {
+    "torch": ("torch", "pytorch"), "flash_attn": ("flash-attn", "flash_attn", "flashattention", "flash attention"),
+    "cudnn": ("cudnn",), "transformer_engine": ("transformerengine", "transformer-engine", "transformer_engine", "te "),
+    "transformers": ("transformers",), "vllm": ("vllm",), "sglang": ("sglang",), "triton": ("triton",),
+    "xformers": ("xformers",), "cudnn_frontend": ("cudnn-frontend", "cudnn_frontend"), "cuda": ("cuda",),
+    "driver": ("driver",),
+}
+ACTIONS = {"upgrade": ("upgrade", "install", "fixed in", ">="), "downgrade": ("downgrade", "<", "pin"),
+           "install": ("install",), "reinstall": ("reinstall", "rebuild", "build from source", "--no-build-isolation",
+                                                  "matching", "built for"),
+           "set-env": ("export", "set ", "="), "change-config": ("set ", "pad ", "change", "use "),
+           "disable-backend": ("disable", "enable_", "(false)", "=0", "attn_implementation", "sdpa_kernel"),
+           "use-backend": ("use ", "attn_implementation", "sdpa_kernel", "select")}
+
+
+def argv(case: dict) -> list[str]:
+    args = ["why", case["text"], "--format", "json", "--no-here"]
+    for key, value in (case.get("flags") or {}).items():
+        if key in FLAGS and value not in (None, ""):
+            args += [FLAGS[key], str(value)]
+    return args
+
+
+def ask(case: dict) -> dict:
+    from attndoctor.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            main(argv(case))
+        except SystemExit as exit_:
+            code = exit_.code or 0
+    if code not in (0, 1):
+        return {"code": code, "error": err.getvalue().strip()[:300], "cause": None}
+    doc = json.loads(out.getvalue())
+    return {"code": code, "cause": doc.get("cause"), "verdict": doc.get("verdict", ""),
+            "messages": [m["id"] for m in doc["understood"]["messages"]]}
+
+
+def norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.lower())
+
+
+def fix_right(case_fix: dict | None, fixes: list[str]) -> bool | None:
+    """Whether one of the cause's fixes is the thread's fix: the same package, variable, field or backend, and an
+    action of the same kind. None when the thread names no fix."""
+    if not case_fix:
+        return None
+    target = str(case_fix.get("target", "")).lower()
+    names = TARGETS.get(target.replace("-", "_"), (target, target.replace("_", "-"), target.replace("-", "_")))
+    words = ACTIONS.get(case_fix.get("action", ""), ())
+    for fix in fixes:
+        text = norm(fix)
+        if any(n in text for n in names) and any(w in text for w in words):
+            return True
+    return False
+
+
+def judge(case: dict, answer: dict) -> dict:
+    cause = answer.get("cause") or {}
+    backends = set(cause.get("backends") or ())
+    wanted = set(case.get("backend") or ())
+    backend_ok = not wanted or bool(backends & wanted) or (not backends and case["cause"].startswith("install"))
+    cause_ok = case["cause"] in (cause.get("topics") or ())
+    fix = fix_right(case.get("fix"), list(cause.get("fixes") or ()))
+    return {"backend_ok": backend_ok, "cause_ok": cause_ok, "right": bool(cause) and backend_ok and cause_ok,
+            "fix_ok": fix, "top": cause.get("id"), "topics": cause.get("topics"), "top_backends": sorted(backends)}
+
+
+def load(half: str) -> list[dict]:
+    cases = []
+    for path in sorted(CORPUS.glob(f"{half}*.jsonl")):
+        cases += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return cases
+
+
+def score(cases: list[dict]) -> dict:
+    rows = []
+    for case in cases:
+        answer = ask(case)
+        rows.append({"id": case["id"], "cause": case["cause"], "backend": case.get("backend"),
+                     "code": answer["code"], "error": answer.get("error", ""), "messages": answer.get("messages", []),
+                     **judge(case, answer)})
+    with_fix = [r for r in rows if r["fix_ok"] is not None]
+    return {"cases": len(rows), "right": sum(r["right"] for r in rows),
+            "with_fix": len(with_fix), "fix_right": sum(bool(r["fix_ok"]) and r["right"] for r in with_fix),
+            "recognised": sum(bool(r["messages"]) for r in rows), "errors": sum(r["code"] not in (0, 1) for r in rows),
+            "rows": rows}
+
+
+def summary(name: str, r: dict) -> str:
+    n, f = r["cases"] or 1, r["with_fix"] or 1
+    return (f"{name:8} {r['cases']:4} texts  right backend and cause {r['right']} ({100 * r['right'] / n:.0f} %)  "
+            f"thread's fix {r['fix_right']}/{r['with_fix']} ({100 * r['fix_right'] / f:.0f} %)  "
+            f"a message recognised {r['recognised']}  errors {r['errors']}")
+
+
+def main(argv_: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--half", choices=("heldout", "tuning", "both"), default="both")
+    parser.add_argument("--cases", action="store_true", help="print each case's result (tuning half only)")
+    parser.add_argument("--json", help="write the figures and rows to this file")
+    ns = parser.parse_args(argv_)
+    halves = ("tuning", "heldout") if ns.half == "both" else (ns.half,)
+    results = {h: score(load(h)) for h in halves}
+    if ns.cases and "tuning" in results:
+        for r in results["tuning"]["rows"]:
+            print(f"{'ok ' if r['right'] else 'MISS'} {r['id']:26} want {r['cause']:16} {str(r['backend']):28} got "
+                  f"{r['top']} {r['topics']} {r['top_backends']} fix {r['fix_ok']} {r['error']}")
+    for h, result in results.items():
+        print(summary(h, result))
+    if ns.json:
+        Path(ns.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
