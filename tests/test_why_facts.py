@@ -326,3 +326,29 @@ def test_why_refuses_a_binary_log_with_exit_2_and_one_line(tmp_path: Path) -> No
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "not a text" in lines[0]
     assert run.stdout == ""
+
+
+def test_the_json_with_these_facts_matches_the_published_schema(tmp_path: Path) -> None:
+    import json
+    from importlib import resources
+
+    import jsonschema
+    from referencing import Registry, Resource
+
+    from test_json_schema import closed
+
+    def load(name: str) -> dict:
+        return json.loads((resources.files("attndoctor") / "schema" / name).read_text(encoding="utf-8"))
+
+    report, why_schema = closed(load("report-v1.json")), closed(load("why-v1.json"))
+    validator = jsonschema.Draft202012Validator(
+        why_schema, registry=Registry().with_resource(report["$id"], Resource.from_contents(report)))
+    log = tmp_path / "env.log"
+    log.write_text(COLLECT_ENV + NVIDIA_SMI + "flash_attn-2.7.3+cu12torch2.5cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n"
+                   "out of resource: shared memory, Required: 147456, Hardware limit: 101376.\n")
+    run = subprocess.run([sys.executable, "-m", "attndoctor", "why", "--no-here", "--log", str(log), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    doc = json.loads(run.stdout)
+    assert [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(doc)] == []
+    facts = {k: v["value"] for k, v in doc["understood"]["facts"].items()}
+    assert facts["build_abi"] is False and facts["smem_limit"] == 101376 and facts["driver_cuda"] == "12.4"
