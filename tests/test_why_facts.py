@@ -344,10 +344,11 @@ def test_the_json_with_these_facts_matches_the_published_schema(tmp_path: Path) 
     validator = jsonschema.Draft202012Validator(
         why_schema, registry=Registry().with_resource(report["$id"], Resource.from_contents(report)))
     log = tmp_path / "env.log"
-    log.write_text(COLLECT_ENV + NVIDIA_SMI + "flash_attn-2.7.3+cu12torch2.5cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n"
+    wheel = "flash_attn-2.7.3+cu12torch2.5cxx11abiFALSE-cp311-cp311-linux_x86_64.whl"
+    log.write_text(f"{COLLECT_ENV}{NVIDIA_SMI}{wheel}\n"
                    "out of resource: shared memory, Required: 147456, Hardware limit: 101376.\n")
-    run = subprocess.run([sys.executable, "-m", "attndoctor", "why", "--no-here", "--log", str(log), "--format", "json"],
-                         capture_output=True, text=True, timeout=120)
+    command = ["why", "--no-here", "--log", str(log), "--format", "json"]
+    run = subprocess.run([sys.executable, "-m", "attndoctor", *command], capture_output=True, text=True, timeout=120)
     doc = json.loads(run.stdout)
     assert [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(doc)] == []
     facts = {k: v["value"] for k, v in doc["understood"]["facts"].items()}
