@@ -1,5 +1,7 @@
-"""The GPU catalogue (data/gpus.toml): names, compute capabilities and datasheet figures, and name matching."""
+"""The GPU catalogue (data/gpus.toml): names, compute capabilities, per-architecture limits, datasheet figures,
+and name matching."""
 
+import difflib
 import functools
 import re
 from pathlib import Path
@@ -9,6 +11,9 @@ from ._toml import load_toml_file, loads_toml
 from .errors import UsageError
 
 _NUMBERS = ("memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs")
+_ENTRY_KEYS = frozenset(("name", "aliases", "sm", "source", *_NUMBERS))
+_SM_KEYS = frozenset(("sm", "arch", "smem_per_block_optin_kib", "source"))
+ARCHES = ("Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
 _NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
 # What may follow a known name in a longer one, such as an NVML name we do not list ("NVIDIA B300 SXM6 AC"):
 # form factor, memory size and type, edition words. Anything else ("L40" after "L4", "Laptop GPU") is no match.
@@ -16,30 +21,45 @@ _SUFFIX_OK = re.compile(r"^(?:sxm\d*|pcie|nvl\d*|hbm\d*e?|\d+gb?|gb|edition|work
                         r"ac|oem|d)+$")
 _SM_FORM = re.compile(r"^(?:sm|compute)[_\- ]?(\d{2,3})[af]?$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
+_MEMORY = re.compile(r"(\d+)gb?")
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
 
 
 class GpuSpec(NamedTuple):
-    """One GPU product as its datasheet describes it; TFLOPS are dense tensor-core peaks (0 = no support)."""
+    """One GPU product as its datasheet describes it; TFLOPS are dense tensor-core peaks (0 = no support, None =
+    not known)."""
 
     name: str
     sm: int
-    memory_gib: float
-    bf16_tflops: float
-    fp16_tflops: float
-    fp8_tflops: float
-    bandwidth_gbs: float
+    memory_gib: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    fp8_tflops: float | None
+    bandwidth_gbs: float | None
     source: str
     aliases: tuple[str, ...] = ()
+    arch: str = ""
+    smem_per_block_optin_kib: int | None = None
 
     @property
     def compute_capability(self) -> str:
         """The compute capability as CUDA writes it: 9.0, 10.0, 12.0."""
         return f"{self.sm // 10}.{self.sm % 10}"
 
-    def tflops(self, dtype: str) -> float:
-        """Dense tensor-core peak for bf16, fp16 or fp8 (0.0 where the GPU has none, or for fp32)."""
-        return float({"bf16": self.bf16_tflops, "fp16": self.fp16_tflops, "fp8": self.fp8_tflops}.get(dtype, 0.0))
+    def tflops(self, dtype: str) -> float | None:
+        """Dense tensor-core peak for bf16, fp16 or fp8 (0.0 where the GPU has none, or for fp32; None where the
+        catalogue does not know it)."""
+        value = {"bf16": self.bf16_tflops, "fp16": self.fp16_tflops, "fp8": self.fp8_tflops}.get(dtype, 0.0)
+        return None if value is None else float(value)
+
+
+class SmSpec(NamedTuple):
+    """What one compute capability allows a kernel: its architecture and the shared memory a block may opt in to."""
+
+    sm: int
+    arch: str
+    smem_per_block_optin_kib: int
+    source: str
 
 
 def normalize_gpu_name(text: str) -> str:
@@ -51,19 +71,50 @@ def normalize_gpu_name(text: str) -> str:
 CATALOGUE = Path(__file__).resolve().parent / "data" / "gpus.toml"
 
 
+def parse_sm_tables(entries: object, *, where: str = "gpus.toml") -> dict[int, SmSpec]:
+    """The [[sm]] tables by compute capability; raises ValueError naming the table on a malformed one."""
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{where}: expected [[sm]] tables")
+    out: dict[int, SmSpec] = {}
+    for i, entry in enumerate(entries):
+        label = f"{where}: sm[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{label}: expected a table")
+        extra = sorted(set(entry) - _SM_KEYS)
+        if extra:
+            raise ValueError(f"{label}: unknown key {extra[0]!r}")
+        sm = entry.get("sm")
+        if isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200:
+            raise ValueError(f"{label}: sm: expected a compute capability such as 90, got {sm!r}")
+        if sm in out:
+            raise ValueError(f"{label}: sm {sm} is given twice")
+        arch = entry.get("arch")
+        if arch not in ARCHES:
+            raise ValueError(f"{label}: arch: expected one of {', '.join(ARCHES)}, got {arch!r}")
+        kib = entry.get("smem_per_block_optin_kib")
+        if isinstance(kib, bool) or not isinstance(kib, int) or kib <= 0:
+            raise ValueError(f"{label}: smem_per_block_optin_kib: expected a size in KiB, got {kib!r}")
+        source = entry.get("source")
+        if not isinstance(source, str) or not source.startswith("https://"):
+            raise ValueError(f"{label}: source: expected the https address the figure was read from")
+        out[sm] = SmSpec(sm=sm, arch=arch, smem_per_block_optin_kib=kib, source=source)
+    return out
+
+
 def parse_catalogue(text: str, *, where: str = "gpus.toml", data: dict | None = None) -> tuple[GpuSpec, ...]:
     """Parse and check a GPU catalogue; raises ValueError naming the entry on a malformed one."""
     data = loads_toml(text) if data is None else data
     entries = data.get("gpu")
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{where}: expected [[gpu]] tables")
+    sms = parse_sm_tables(data["sm"], where=where) if "sm" in data else {}
     specs: list[GpuSpec] = []
     owner: dict[str, str] = {}
     for i, entry in enumerate(entries):
         label = f"{where}: gpu[{i}]"
         if not isinstance(entry, dict):
             raise ValueError(f"{label}: expected a table")
-        extra = sorted(set(entry) - set(GpuSpec._fields))
+        extra = sorted(set(entry) - _ENTRY_KEYS)
         if extra:
             raise ValueError(f"{label}: unknown key {extra[0]!r}")
         name = entry.get("name")
@@ -73,14 +124,17 @@ def parse_catalogue(text: str, *, where: str = "gpus.toml", data: dict | None = 
         sm = entry.get("sm")
         if isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200:
             raise ValueError(f"{label}: sm: expected a compute capability such as 90, got {sm!r}")
-        numbers: dict[str, float] = {}
+        if sms and sm not in sms:
+            raise ValueError(f"{label}: sm: {sm} has no [[sm]] table")
+        numbers: dict[str, float | None] = {}
         for key in _NUMBERS:
-            value = entry.get(key, 0)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            value = entry.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise ValueError(f"{label}: {key}: expected a number >= 0, got {value!r}")
             numbers[key] = value
-        if numbers["memory_gib"] <= 0 or numbers["bandwidth_gbs"] <= 0:
-            raise ValueError(f"{label}: memory_gib and bandwidth_gbs must be given")
+        for key in ("memory_gib", "bandwidth_gbs"):
+            if numbers[key] == 0:
+                raise ValueError(f"{label}: {key}: leave it out when it is not known, never 0")
         source = entry.get("source")
         if not isinstance(source, str) or not source.startswith("https://"):
             raise ValueError(f"{label}: source: expected the https address of the vendor datasheet")
@@ -94,7 +148,11 @@ def parse_catalogue(text: str, *, where: str = "gpus.toml", data: dict | None = 
             if owner.get(key, name) != name:
                 raise ValueError(f"{label}: alias {alias!r} is also a name of {owner[key]}")
             owner[key] = name
-        specs.append(GpuSpec(name=name, sm=sm, source=source, aliases=tuple(aliases), **numbers))
+        limits = sms.get(sm)
+        specs.append(GpuSpec(name=name, sm=sm, source=source, aliases=tuple(aliases),
+                             arch=limits.arch if limits else "",
+                             smem_per_block_optin_kib=limits.smem_per_block_optin_kib if limits else None,
+                             **numbers))
     return tuple(specs)
 
 
@@ -103,6 +161,18 @@ def gpu_catalogue() -> tuple[GpuSpec, ...]:
     """Every GPU in the bundled catalogue, in file order (read once)."""
     text, data = load_toml_file(CATALOGUE)
     return parse_catalogue(text, data=data)
+
+
+@functools.lru_cache(maxsize=1)
+def sm_table() -> dict[int, SmSpec]:
+    """The bundled [[sm]] tables by compute capability (read once)."""
+    _, data = load_toml_file(CATALOGUE)
+    return parse_sm_tables(data.get("sm"))
+
+
+def sm_spec(sm: int | None) -> SmSpec | None:
+    """Architecture and shared-memory limit of a compute capability; None for one the catalogue does not list."""
+    return sm_table().get(sm) if isinstance(sm, int) else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -133,8 +203,35 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
         if key.startswith(alias):
             rest = key[len(alias):]
             if _SUFFIX_OK.match(rest):
-                return spec
+                return _by_memory(alias, rest, spec)
     return None
+
+
+def _by_memory(alias: str, rest: str, spec: GpuSpec) -> GpuSpec:
+    """The entry a memory size after a family name points at ("A100 40G" is the A100 40GB), else `spec`."""
+    sizes = {int(n) for n in _MEMORY.findall(rest)}
+    if not sizes or spec.memory_gib is None or int(spec.memory_gib) in sizes:
+        return spec
+    for other in gpu_catalogue():
+        if other.memory_gib is not None and int(other.memory_gib) in sizes and other.sm == spec.sm and \
+                normalize_gpu_name(other.name).startswith(alias):
+            return other
+    return spec
+
+
+def nearest_gpu_names(text: str, limit: int = 3) -> list[str]:
+    """The canonical names of the catalogue entries whose names or aliases are closest to a name it does not know."""
+    key = normalize_gpu_name(text)
+    if not key:
+        return []
+    exact, by_length = _index()
+    out: list[str] = []
+    prefixes = [alias for alias, _ in by_length if len(alias) >= 2 and key.startswith(alias)]
+    for match in prefixes + difflib.get_close_matches(key, list(exact), n=limit * 4, cutoff=0.6):
+        name = exact[match].name
+        if name not in out:
+            out.append(name)
+    return out[:limit]
 
 
 def gpu_names() -> list[str]:
@@ -170,6 +267,10 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         if sm is not None:
             return f"sm{sm}", sm
     shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    nearest = nearest_gpu_names(raw[:100]) if raw else []
+    if nearest:
+        raise UsageError(f"unknown GPU {shown!r}; nearest known: {', '.join(nearest)}; or an architecture such as "
+                         "sm90 or 9.0")
     raise UsageError(
         f"unknown GPU {shown!r}; use a name such as {', '.join(EXAMPLE_NAMES)} or an architecture such as sm90 or 9.0"
     )

@@ -16,6 +16,7 @@ from attndoctor.gpus import (
     parse_catalogue,
     parse_sm,
     resolve_gpu,
+    sm_table,
 )
 
 REQUIRED = ["V100", "T4", "A10", "A100 40GB", "A100 80GB", "L4", "L40S", "RTX 3090", "RTX 4090", "RTX 5090",
@@ -40,9 +41,16 @@ def test_catalogue_is_read_once() -> None:
 
 @pytest.mark.parametrize("spec", gpu_catalogue(), ids=lambda s: s.name)
 def test_every_entry_is_complete(spec: GpuSpec) -> None:
-    assert spec.sm in {70, 75, 80, 86, 89, 90, 100, 103, 120}
+    assert spec.sm in sm_table()
+    assert spec.arch == sm_table()[spec.sm].arch and spec.smem_per_block_optin_kib
     assert spec.source.startswith("https://")
-    assert spec.memory_gib > 0 and spec.bandwidth_gbs > 0
+    peaks = (spec.bf16_tflops, spec.fp16_tflops, spec.fp8_tflops)
+    if all(p is None for p in peaks):
+        assert spec.bandwidth_gbs is None, "a bandwidth comes from the datasheet that gives the peaks"
+        assert spec.tflops("bf16") is None and spec.tflops("fp16") is None
+        return
+    assert None not in peaks, "a datasheet gives every peak or none"
+    assert spec.memory_gib and spec.bandwidth_gbs
     assert spec.fp16_tflops > 0
     if spec.sm >= 80:
         assert spec.bf16_tflops > 0, "Ampere and later have bf16 tensor cores"
@@ -119,8 +127,8 @@ def test_lookup_gpu_matches_names_aliases_and_nvml_names(text: str, name: str, s
 
 
 @pytest.mark.parametrize("text", [
-    "", "   ", "sm90", "H800", "B100", "Quadro RTX 6000", "NVIDIA GeForce RTX 4090 Laptop GPU", "L4000", "A1000",
-    "foo", "H1000",
+    "", "   ", "sm90", "B100", "H300", "RTX 4090 Ti", "RTX 3080 SUPER", "GTX 1080 SUPER", "L4000", "A10000",
+    "foo", "H1000", "Quadro RTX 7000",
 ])
 def test_lookup_gpu_does_not_guess(text: str) -> None:
     assert lookup_gpu(text) is None
@@ -175,7 +183,8 @@ def test_resolve_gpu_rejects_unknown_names_with_one_line(text: str) -> None:
         resolve_gpu(text)
     message = str(info.value)
     assert "\n" not in message
-    assert "H100" in message and "sm90" in message
+    assert "sm90" in message
+    assert "nearest known: " in message or "H100" in message
     assert len(message) < 200
 
 
@@ -204,7 +213,8 @@ def test_parse_catalogue_accepts_a_good_entry() -> None:
     ({"sm": "DROP"}, "sm"),
     ({"source": '"datasheet"'}, "source"),
     ({"bf16_tflops": "-1"}, "bf16_tflops"),
-    ({"bandwidth_gbs": "DROP"}, "bandwidth_gbs"),
+    ({"bandwidth_gbs": "0"}, "bandwidth_gbs"),
+    ({"memory_gib": "0"}, "memory_gib"),
     ({"aliases": '"x"'}, "aliases"),
     ({"colour": '"green"'}, "unknown key"),
 ])
@@ -222,3 +232,30 @@ def test_parse_catalogue_rejects_an_alias_shared_by_two_gpus() -> None:
 def test_parse_catalogue_rejects_an_empty_file() -> None:
     with pytest.raises(ValueError):
         parse_catalogue("")
+
+
+def _sm_table(**changes: object) -> str:
+    fields = {"sm": "90", "arch": '"Hopper"', "smem_per_block_optin_kib": "227", "source": '"https://example.com/s"'}
+    fields.update({k: str(v) for k, v in changes.items()})
+    return "[[sm]]\n" + "".join(f"{k} = {v}\n" for k, v in fields.items() if v != "DROP")
+
+
+def test_parse_catalogue_fills_arch_and_shared_memory_from_the_sm_table() -> None:
+    (spec,) = parse_catalogue(_sm_table() + _entry())
+    assert (spec.arch, spec.smem_per_block_optin_kib) == ("Hopper", 227)
+    (bare,) = parse_catalogue(_sm_table() + _entry(bf16_tflops="DROP", fp16_tflops="DROP", fp8_tflops="DROP",
+                                                   bandwidth_gbs="DROP", memory_gib="DROP"))
+    assert bare.tflops("bf16") is None and bare.bandwidth_gbs is None and bare.memory_gib is None
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (_sm_table(arch='"Kepler"') + _entry(), "arch"),
+    (_sm_table(smem_per_block_optin_kib="0") + _entry(), "smem_per_block_optin_kib"),
+    (_sm_table(source='"guide"') + _entry(), "source"),
+    (_sm_table(colour='"green"') + _entry(), "unknown key"),
+    (_sm_table() + _sm_table() + _entry(), "given twice"),
+    (_sm_table(sm="80") + _entry(), "has no \\[\\[sm\\]\\] table"),
+])
+def test_parse_catalogue_rejects_bad_sm_tables(text: str, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        parse_catalogue(text)

@@ -250,9 +250,9 @@ def test_cuda_visible_devices_empty_hides_every_gpu(monkeypatch: pytest.MonkeyPa
 
 
 def test_unknown_gpu_keeps_the_nvml_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_nvml(monkeypatch, [{"name": b"NVIDIA H20", "cc": (9, 0), "uuid": "GPU-dddd"}])
+    fake_nvml(monkeypatch, [{"name": b"NVIDIA CMP 30HX", "cc": (7, 5), "uuid": "GPU-dddd"}])
     env = probe(timeout=10)
-    assert (env.gpu, env.sm) == ("NVIDIA H20", 90)
+    assert (env.gpu, env.sm) == ("NVIDIA CMP 30HX", 75)
 
 
 def test_capability_from_the_catalogue_when_nvml_cannot_say(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..errors import UsageError
 from .catalogue import CONFIG_TARGETS, ENV_TARGETS, CatalogueEntry
+from .facts import check_text
 
 MAX_TEXT = 64 * 1024 * 1024
 """A log larger than this is refused (64 MiB): `why` reads the whole text into memory."""
@@ -87,16 +88,17 @@ def read_source(text: str | None, log: str | None, stdin: Any) -> str:
             from ..output import reason
 
             raise UsageError(f"--log {log}: cannot read ({reason(exc)})") from None
-        return raw.decode("utf-8", errors="replace")
+        return check_text(raw, f"--log {log}")
     if text is None or text == "-":
         if stdin is None or (text is None and stdin.isatty()):
             raise UsageError("no text to read; give the error message (attndoctor why 'No available kernel...'), "
                              "--log FILE, or pipe the log in (... | attndoctor why -)")
-        data = stdin.read(MAX_TEXT + 1)
+        source = getattr(stdin, "buffer", stdin)
+        data = source.read(MAX_TEXT + 1)
         if len(data) > MAX_TEXT:
             raise UsageError(f"standard input: larger than {MAX_TEXT >> 20} MiB; cut the part around the error")
-        return data
-    return text
+        return check_text(data, "standard input")
+    return check_text(text, "the text")
 
 
 def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
@@ -171,6 +173,9 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
             backend = TE_BACKENDS.get(name)
             if backend:
                 te_disabled.setdefault(backend, []).append(hit.text)
+    from .facts import merge_facts
+
+    ignored.extend(merge_facts(facts, lines, Fact, _value, ENV_TARGETS))
     if "seqlen" in facts:
         seqlen = facts.pop("seqlen")
         for field in ("seqlen_q", "seqlen_kv"):
