@@ -253,6 +253,12 @@ def parse_sm(text: str) -> int | None:
     return sm if 30 <= sm <= 200 else None
 
 
+def arch_family(text: str) -> tuple[int, ...]:
+    """The compute capabilities of an architecture's name ('Hopper' -> (90,), 'Blackwell' -> (100, 101, ...))."""
+    name = normalize_gpu_name(text).removeprefix("nvidia").removesuffix("lovelace").removesuffix("gpu")
+    return tuple(sorted(sm for sm, spec in sm_table().items() if normalize_gpu_name(spec.arch) == name))
+
+
 def resolve_gpu(text: str) -> tuple[str, int]:
     """(name, sm) for a `--gpu` value: a catalogue name or alias, or a compute capability (`sm90` → ("sm90", 90)).
 
@@ -266,6 +272,13 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         sm = parse_sm(raw)
         if sm is not None:
             return f"sm{sm}", sm
+        family = arch_family(raw)
+        if family:
+            if len(family) == 1:
+                return f"sm{family[0]}", family[0]
+            options = ", ".join(f"sm{sm}" for sm in family)
+            raise UsageError(f"GPU {raw!r} names an architecture of several compute capabilities ({options}); "
+                             "give the GPU's name (e.g. B200, RTX 5090) or one of them")
     shown = raw if len(raw) <= 40 else raw[:37] + "..."
     nearest = nearest_gpu_names(raw[:100]) if raw else []
     if nearest:

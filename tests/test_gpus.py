@@ -259,3 +259,14 @@ def test_parse_catalogue_fills_arch_and_shared_memory_from_the_sm_table() -> Non
 def test_parse_catalogue_rejects_bad_sm_tables(text: str, fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
         parse_catalogue(text)
+
+
+def test_an_architecture_name_is_its_compute_capability_or_a_usage_error():
+    """'Hopper' is sm90; 'Blackwell' spans several compute capabilities, so it names them and asks for one."""
+    from attndoctor.errors import UsageError
+    from attndoctor.gpus import resolve_gpu
+
+    assert resolve_gpu("Turing") == ("sm75", 75) and resolve_gpu("NVIDIA Hopper") == ("sm90", 90)
+    assert resolve_gpu("Ada Lovelace") == ("sm89", 89)
+    with pytest.raises(UsageError, match=r"several compute capabilities \(sm100, .*sm120"):
+        resolve_gpu("Blackwell")

@@ -23,14 +23,20 @@ def test_a_text_nothing_explains_is_unexplained(cli):
 
 
 def test_causes_of_different_kinds_at_one_score_are_ambiguous(cli):
-    code, doc, _ = ask(cli, "[cudnn_frontend] Error: No execution plans support the graph.")
+    code, doc, _ = ask(cli, "RuntimeError: No available kernel. Aborting execution.")
     assert doc["verdict"] == "ambiguous" and code == 1
     assert doc["alternatives"] and doc["settle"]
 
 
 def test_ambiguous_text_output_names_the_candidates_and_the_facts_to_give(cli):
-    code, out, _ = cli("why", "[cudnn_frontend] Error: No execution plans support the graph.", "--no-here")
+    code, out, _ = cli("why", "RuntimeError: No available kernel. Aborting execution.", "--no-here")
     assert code == 1 and "ambiguous:" in out and "to tell them apart, give:" in out
+
+
+def test_one_kind_of_problem_on_several_backends_is_one_answer(cli):
+    """flash-attn 2 and 3 print the same sm80 check: both say the GPU is too old, so the answer is not ambiguous."""
+    code, doc, _ = ask(cli, "RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "--gpu", "V100")
+    assert code == 0 and doc["verdict"] == "cause" and doc["cause"]["topics"] == ["gpu-arch"]
 
 
 def test_pythons_own_import_error_points_at_the_release(cli):

@@ -250,7 +250,7 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     last_error = max(errors, default=0)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
-        if entry.kind == "fact" or entry.indexed and (entry.kind == "log" or hit.line in curated):
+        if entry.kind == "fact" or entry.kind == "log" and not entry.fix or entry.indexed and hit.line in curated:
             continue
         live = [r for r in entry.rules if r in found]
         if entry.rules and live and not entry.fix:

@@ -38,12 +38,13 @@ class WhyAnswer(NamedTuple):
 
     @property
     def ambiguous(self) -> bool:
-        """The best candidates point at different backends or kinds of problem, and the text cannot tell which."""
+        """The best candidates are different kinds of problem (a head dim, a broken install...) and the text cannot
+        tell which; candidates of one kind on several backends (flash-attn 2 and 3 refusing sm75) are one answer."""
         cause = self.cause
         if cause is None:
             return False
-        return any(set(c.backends) != set(cause.backends) and c.backends and cause.backends
-                   or not set(c.topics) & set(cause.topics) for c in self.alternatives)
+        known = set(cause.topics) - {"other"}
+        return bool(known) and any(set(c.topics) - {"other"} and not set(c.topics) & known for c in self.alternatives)
 
     @property
     def verdict(self) -> str:
