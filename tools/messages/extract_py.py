@@ -27,7 +27,7 @@ def _ph(node: ast.AST, spec: str = "") -> tuple:
 def _percent(fmt: str, args: list, kw: dict | None) -> list:
     parts: list = []
     pos = 0
-    ai = 0
+    arg_i = 0
     for m in _PCT.finditer(fmt):
         parts.append((LIT, fmt[pos:m.start()]))
         pos = m.end()
@@ -38,9 +38,9 @@ def _percent(fmt: str, args: list, kw: dict | None) -> list:
         key = m.group("key")
         if key is not None:
             parts.append((PH, simplify(key), conv))
-        elif ai < len(args):
-            parts.append((PH, simplify(ast.unparse(args[ai])), conv))
-            ai += 1
+        elif arg_i < len(args):
+            parts.append((PH, simplify(ast.unparse(args[arg_i])), conv))
+            arg_i += 1
         else:
             parts.append((PH, "value", conv))
     parts.append((LIT, fmt[pos:]))
