@@ -1,0 +1,135 @@
+"""The shipped message index loads, its patterns find the messages they stand for, and its ids are stable."""
+import hashlib
+import json
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
+LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
+             "cudnn-frontend", "transformers", "vllm", "sglang", "xformers", "triton", "cuda", "loader"}
+FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
+         "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
+         "smem_limit"}
+KINDS = {"error", "warning", "log", "assert"}
+GROUP = re.compile(r"\(\?P<(\w+)>((?:\\.|[^()\\])*)\)")
+
+
+def _load():
+    entries = []
+    for path in sorted(DATA.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                entries.append((path.stem, json.loads(line)))
+    return entries
+
+
+ENTRIES = _load()
+COMPILED = {e["id"]: re.compile(e["pattern"]) for _, e in ENTRIES}
+
+
+def _sample(sub: str) -> str:
+    if sub == r"-?\d+":
+        return "128"
+    if sub.startswith("[") and "\\w" in sub:
+        return "bf16"
+    if sub not in (".*?", ".*"):
+        # one of the texts a `cond ? "A" : "B"` placeholder can print
+        return re.sub(r"\\(.)", r"\1", re.split(r"(?<!\\)\|", sub)[0])
+    return "some value"
+
+
+def _render(entry: dict) -> str:
+    """The message as the library would print it, with a sample value for each placeholder."""
+    subs = [m.group(2) for m in GROUP.finditer(entry["pattern"])]
+    out = []
+    i = 0
+    for literal, field, _spec, _conv in string.Formatter().parse(entry["template"]):
+        out.append(literal)
+        if field is not None:
+            out.append(_sample(subs[i]))
+            i += 1
+    return "".join(out)
+
+
+def test_size_and_breadth():
+    libraries = {lib for lib, _ in ENTRIES}
+    assert len(ENTRIES) >= 1500
+    assert len(libraries) >= 10
+    assert libraries <= LIBRARIES
+    assert sum(p.stat().st_size for p in DATA.iterdir()) < 6_500_000
+
+
+def test_index_json_counts_match_files():
+    index = json.loads((DATA / "INDEX.json").read_text(encoding="utf-8"))
+    for lib in LIBRARIES:
+        n = sum(1 for l, _ in ENTRIES if l == lib)
+        assert index["libraries"].get(lib, {"count": 0})["count"] == n, lib
+        if n:
+            assert index["libraries"][lib]["read"], lib
+
+
+def test_ids_unique_stable_and_sorted():
+    seen = set()
+    by_file: dict = {}
+    for lib, e in ENTRIES:
+        assert e["library"] == lib
+        norm = re.sub(r"\s+", " ", e["template"]).strip()
+        digest = hashlib.sha1((lib + "\n" + norm).encode("utf-8")).hexdigest()[:12]
+        assert e["id"] == f"{lib}-{digest}"
+        assert e["id"] not in seen
+        seen.add(e["id"])
+        by_file.setdefault(lib, []).append(e["id"])
+    for ids in by_file.values():
+        assert ids == sorted(ids)
+
+
+def test_fields_sources_and_facts():
+    for _, e in ENTRIES:
+        assert e["kind"] in KINDS
+        assert e["sources"] and 1 <= len(e["sources"]) <= 2
+        for s in e["sources"]:
+            assert s["repo"] and s["path"] and s["ref"], e["id"]
+            assert isinstance(s["line"], int)
+        assert e["releases"], e["id"]
+        assert set(e["facts"].values()) <= FACTS, e["id"]
+        assert isinstance(e["backend"], list)
+        assert len(e["text"]) <= 300
+
+
+def test_patterns_match_rendered_templates_and_name_the_facts():
+    for _, e in ENTRIES:
+        rx = COMPILED[e["id"]]
+        assert set(e["facts"]) <= set(rx.groupindex), e["id"]
+        fields = [f for _, f, _, _ in string.Formatter().parse(e["template"]) if f is not None]
+        assert len(fields) == len(rx.groupindex), e["id"]
+        m = rx.search(_render(e))
+        assert m, (e["id"], e["template"], e["pattern"])
+
+
+def test_patterns_match_the_literal_as_the_source_writes_it():
+    checked = 0
+    for _, e in ENTRIES:
+        if COMPILED[e["id"]].groupindex:
+            continue
+        literal = e["template"].replace("{{", "{").replace("}}", "}")
+        if literal in e["text"]:
+            assert COMPILED[e["id"]].search(e["text"]), e["id"]
+            checked += 1
+    assert checked >= 500
+
+
+@pytest.mark.parametrize("text,library,fact,value", [
+    ("FlashAttention forward only supports head dimension at most 256", "flash-attn", None, None),
+    ("OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376. "
+     "Reducing block sizes or `num_stages` may help.", "triton", "smem_required", "232448"),
+    ("libcudnn.so.9: cannot open shared object file: No such file or directory", "loader", None, None),
+])
+def test_known_messages_are_found(text, library, fact, value):
+    hits = [e for lib, e in ENTRIES if lib == library and COMPILED[e["id"]].search(text)]
+    assert hits, text
+    if fact:
+        found = {COMPILED[e["id"]].search(text).group(g) for e in hits for g, f in e["facts"].items() if f == fact}
+        assert value in found

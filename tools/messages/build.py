@@ -1,0 +1,265 @@
+"""Reads every configured source at each release, extracts messages, dedupes them and writes the index."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from collections import defaultdict
+
+from packaging.version import InvalidVersion, Version
+
+from . import extract_cpp, extract_py, native
+from .model import FACT_FIELDS, entry_id, pattern_of, skip_reason, template_of
+from .sources import CACHE, MIRROR, SOURCES, backends_for
+
+LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
+             "cudnn-frontend", "transformers", "vllm", "sglang", "xformers", "triton", "cuda", "loader"]
+
+
+def tag_version(tag: str) -> str:
+    """Releases are versions, compared with packaging, whatever the tag spelling."""
+    t = re.sub(r"^fa4-", "", tag)
+    t = t.lstrip("v")
+    t = t.replace(".beta", "b")
+    return str(Version(t))
+
+
+def _git(gitdir: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", gitdir, *args], capture_output=True, text=True, check=True).stdout
+
+
+def _blobs(gitdir: str, ref: str, paths: list) -> dict:
+    """One cat-file process reads every file of a release (hundreds of git calls would be slow)."""
+    if not paths:
+        return {}
+    proc = subprocess.run(["git", "--git-dir", gitdir, "cat-file", "--batch"],
+                          input="".join(f"{ref}:{p}\n" for p in paths).encode(), capture_output=True, check=True)
+    out = proc.stdout
+    res = {}
+    pos = 0
+    for p in paths:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode()
+        pos = nl + 1
+        if header.endswith("missing"):
+            continue
+        size = int(header.split()[2])
+        res[p] = out[pos:pos + size].decode("utf-8", "replace")
+        pos += size + 1
+    return res
+
+
+def _wanted(src: dict, path: str) -> bool:
+    return any(re.search(rx, path) for rx in src["include"])
+
+
+def read_git(src: dict):
+    """Yield (ref label, release, path, text) for each wanted file at each tag of a fetched repository."""
+    gitdir = os.path.join(MIRROR, src["git"], "repo")
+    if not os.path.isdir(gitdir):
+        print(f"missing repository snapshot {gitdir}", file=sys.stderr)
+        return
+    for ref in src["refs"]:
+        try:
+            names = _git(gitdir, "ls-tree", "-r", "--name-only", ref).splitlines()
+        except subprocess.CalledProcessError:
+            print(f"{src['repo']}: no tag {ref}", file=sys.stderr)
+            continue
+        wanted = [n for n in names if _wanted(src, n)]
+        for path, text in sorted(_blobs(gitdir, ref, wanted).items()):
+            yield ref, tag_version(ref), path, text
+
+
+def _wheel_version(name: str) -> str:
+    return name.split("-")[1]
+
+
+def read_wheels(src: dict):
+    """Yield (ref label, release, path, text) for each wanted file of each cached wheel."""
+    files = sorted(glob.glob(os.path.join(CACHE, "wheels", src["wheels"], "*.whl")))
+    for whl in files:
+        base = os.path.basename(whl)
+        version = str(Version(_wheel_version(base)))
+        dist = base.split("-")[0].replace("_", "-")
+        with zipfile.ZipFile(whl) as z:
+            for path in sorted(z.namelist()):
+                if _wanted(src, path):
+                    yield f"wheel:{dist}-{version}", version, path, z.read(path).decode("utf-8", "replace")
+
+
+def read_tarballs(src: dict):
+    """Yield (ref label, release, path, text) for each wanted file of each cached Debian source tarball."""
+    for tb in sorted(glob.glob(os.path.join(CACHE, src["tarballs"]))):
+        base = os.path.basename(tb)
+        package, upstream = base.split(".orig.")[0].split("_", 1)
+        version = str(Version(upstream.split("+")[0]))
+        with tarfile.open(tb) as t:
+            for member in t:
+                if not member.isfile():
+                    continue
+                path = member.name.split("/", 1)[1] if "/" in member.name else member.name
+                if _wanted(src, path):
+                    text = t.extractfile(member).read().decode("utf-8", "replace")
+                    yield f"debsrc:{package}-{upstream}", version, path, text
+
+
+def _scope_ok(src: dict, path: str, raw) -> bool:
+    for rx, fn in src.get("scope", {}).items():
+        if re.search(rx, path):
+            return any(fn.search(s) for s in raw.scope)
+    return True
+
+
+def _text_ok(src: dict, path: str, template: str) -> bool:
+    for rx, tx in src.get("text", {}).items():
+        if re.search(rx, path):
+            return bool(tx.search(template))
+    return True
+
+
+class Index:
+    def __init__(self):
+        self.entries: dict = {}
+        self.skipped: dict = defaultdict(lambda: defaultdict(int))
+        self.read: dict = defaultdict(list)
+
+    def note_read(self, library: str, repo: str, ref: str, path: str):
+        self.read[library].append((repo, ref, path))
+
+    def add(self, library: str, repo: str, ref: str, release: str, path: str, raw):
+        reason = skip_reason(raw.parts)
+        if reason:
+            self.skipped[library][reason] += 1
+            return
+        template = template_of(raw.parts)
+        eid = entry_id(library, template)
+        source = {"repo": repo, "path": path, "ref": ref, "line": raw.line}
+        e = self.entries.get(eid)
+        if e is None:
+            pattern, facts = pattern_of(raw.parts)
+            e = {
+                "id": eid, "library": library, "kind": raw.kind, "template": template, "pattern": pattern,
+                "facts": facts, "condition": raw.condition,
+                "backend": backends_for(library, path, template, raw.scope),
+                "_sources": [], "releases": set(), "text": raw.text,
+            }
+            self.entries[eid] = e
+        e["_sources"].append((release, source, raw))
+        e["releases"].add(release)
+
+    def finish(self) -> dict:
+        """One entry per template: every release, the first and the last source, the latest wording of the check."""
+        by_lib: dict = defaultdict(list)
+        for e in self.entries.values():
+            srcs = sorted(e.pop("_sources"), key=lambda s: (_vkey(s[0]), s[1]["ref"], s[1]["path"], s[1]["line"]))
+            first, last = srcs[0], srcs[-1]
+            e["sources"] = [first[1]] if first[1] == last[1] else [first[1], last[1]]
+            e["condition"] = last[2].condition
+            e["kind"] = last[2].kind
+            e["text"] = last[2].text
+            e["releases"] = sorted(e["releases"], key=_vkey)
+            assert all(v in FACT_FIELDS for v in e["facts"].values())
+            by_lib[e["library"]].append(e)
+        return by_lib
+
+
+def _vkey(v: str):
+    try:
+        return (0, Version(v))
+    except InvalidVersion:
+        return (1, v)
+
+
+ORDER = ["id", "library", "kind", "template", "pattern", "facts", "condition", "backend", "sources", "releases", "text"]
+
+
+def run(out_dir: str) -> int:
+    idx = Index()
+    memo: dict = {}
+    for src in SOURCES:
+        reader = read_git if "git" in src else read_tarballs if "tarballs" in src else read_wheels
+        n = 0
+        for ref, release, path, text in reader(src):
+            library = src["library"](path, ref)
+            if library is None:
+                continue
+            n += 1
+            idx.note_read(library, src["repo"], ref, path)
+            extractor = extract_py if path.endswith(".py") else extract_cpp
+            key = (extractor.__name__, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
+            if key not in memo:
+                memo[key] = extractor.extract(text)
+            raws, skipped = memo[key]
+            for k, v in skipped.items():
+                idx.skipped[library][k] += v
+            for raw in raws:
+                if not _scope_ok(src, path, raw):
+                    idx.skipped[library]["outside the attention functions of a shared file"] += 1
+                    continue
+                if library == "cudnn-frontend" and raw.kind == "log" and not re.search(
+                        r"sdpa|scaled_dot_product|attention", path + template_of(raw.parts), re.I):
+                    idx.skipped[library]["progress log of a non-attention graph node"] += 1
+                    continue
+                if not _text_ok(src, path, template_of(raw.parts)):
+                    idx.skipped[library]["not about attention (shared file)"] += 1
+                    continue
+                idx.add(library, src["repo"], ref, release, path, raw)
+        print(f"{src['name']}: {n} files", file=sys.stderr)
+    for library, repo, ref, release, path, raw in native.read_all(CACHE):
+        idx.note_read(library, repo, ref, path)
+        idx.add(library, repo, ref, release, path, raw)
+    by_lib = idx.finish()
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "*.jsonl")):
+        os.remove(old)
+    summary = {"generated": datetime.date.today().isoformat(), "generator": "tools/messages", "libraries": {}}
+    for library in LIBRARIES:
+        entries = sorted(by_lib.get(library, []), key=lambda e: e["id"])
+        if entries:
+            with open(os.path.join(out_dir, f"{library}.jsonl"), "w", encoding="utf-8") as fh:
+                for e in entries:
+                    fh.write(json.dumps({k: e[k] for k in ORDER}, ensure_ascii=False, sort_keys=False) + "\n")
+        reads = defaultdict(lambda: defaultdict(set))
+        for repo, ref, path in idx.read.get(library, []):
+            reads[repo][ref].add(path)
+        summary["libraries"][library] = {
+            "count": len(entries),
+            "read": [{"repo": repo, "ref": ref, "paths": sorted(paths)}
+                     for repo in sorted(reads) for ref, paths in sorted(reads[repo].items(), key=lambda kv: _vkey(_ref_version(kv[0])))],
+            "skipped": dict(sorted(idx.skipped.get(library, {}).items())),
+        }
+        print(f"{library}: {len(entries)} entries", file=sys.stderr)
+    with open(os.path.join(out_dir, "INDEX.json"), "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=1, sort_keys=False)
+        fh.write("\n")
+    return 0
+
+
+def _ref_version(ref: str) -> str:
+    if ref.startswith("wheel:"):
+        return ref.rsplit("-", 1)[-1]
+    if ref.startswith(("deb:", "debsrc:")):
+        return ref.split(":", 1)[1].split("-", 1)[1].split("+")[0]
+    try:
+        return tag_version(ref)
+    except InvalidVersion:
+        return ref
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Rebuild attndoctor/data/messages from upstream sources.")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "attndoctor", "data", "messages"))
+    args = ap.parse_args(argv)
+    return run(os.path.normpath(args.out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

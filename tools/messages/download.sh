@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Fetches the release wheels and packages the generator reads into the cache folder (default /work/cache/wheels).
+set -u
+CACHE="${MESSAGES_CACHE:-/work/cache}/wheels"
+PIP="${PIP:-pip}"
+mkdir -p "$CACHE"
+get() {  # name==version [extra pip args]
+  local spec="$1"; shift
+  local dir="$CACHE/${spec/==/-}"
+  ls "$dir"/*.whl "$dir"/*.tar.gz >/dev/null 2>&1 && return 0
+  "$PIP" download -q --no-deps -d "$dir" "$@" "$spec" 2>&1 | grep -v "Location" || true
+}
+linux=(--platform manylinux1_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_31_x86_64 --platform manylinux_2_35_x86_64)
+mac=(--platform macosx_11_0_arm64 --only-binary=:all: --python-version 3.11)
+for v in 2.1.2 2.3.1 2.5.1 2.7.1 2.9.1 2.11.0; do get "torch==$v" "${mac[@]}"; done
+# macOS wheels stop at 2.11; later releases come as the CPU-only Windows wheels
+for v in 2.13.0 2.15.0; do get "torch==$v" --platform win_amd64 --only-binary=:all: --python-version 3.11; done
+for v in 4.36.2 4.42.4 4.46.3 4.50.3 4.53.3 4.57.6 5.5.4 5.24.0; do get "transformers==$v" --only-binary=:all:; done
+# wheels only: building an sdist's metadata would install vLLM's build requirements
+for v in 0.5.5 0.6.6 0.8.5 0.11.2 0.20.2 0.33.0; do get "vllm==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
+for v in 0.3.6 0.4.1 0.4.10 0.5.1 0.5.5 0.5.12 0.5.23; do get "sglang==$v" --only-binary=:all:; done
+for v in 4.0.0b4 4.0.0b12 4.0.0b20 4.0.0b28 4.0.0b36; do get "flash-attn-4==$v" --only-binary=:all:; done
+for v in 3.1.0 3.3.1 3.5.1 3.6.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
+get "nvidia-cudnn-frontend==1.32.0" --only-binary=:all: "${linux[@]}" --python-version 3.12
+for v in 12.1.105 12.4.127 12.9.79; do get "nvidia-cuda-runtime-cu12==$v" "${linux[@]}" --python-version 3.12 --only-binary=:all:; done
+# PyTorch's C++ attention sources: the Debian source package (trixie), through a private apt list of deb-src lines
+APT="$CACHE/../apt"
+mkdir -p "$APT/lists/partial" "$APT/cache" "$CACHE/../debsrc" "$CACHE/../deb"
+cat > "$APT/src.list" <<'LIST'
+deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
+LIST
+O=(-o "Dir::Etc::SourceList=$APT/src.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$APT/lists" -o "Dir::Cache=$APT/cache")
+ls "$CACHE/../debsrc"/pytorch_*.orig.tar.xz >/dev/null 2>&1 || {
+  apt-get "${O[@]}" update >/dev/null 2>&1
+  (cd "$CACHE/../debsrc" && apt-get "${O[@]}" source --download-only pytorch=2.6.0+dfsg-7)
+}
+ls "$CACHE/../deb"/libc6_*.deb >/dev/null 2>&1 || (cd "$CACHE/../deb" && apt-get download libc6)

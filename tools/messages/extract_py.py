@@ -1,0 +1,243 @@
+"""Messages in Python sources, read with ast: raise, assert, warnings, logging and refusal-reason lists."""
+from __future__ import annotations
+
+import ast
+import re
+import string
+
+from .model import LIT, PH, Raw, merge_parts, simplify
+
+_LOG_KIND = {
+    "warning": "warning", "warn": "warning", "warning_once": "warning", "warn_once": "warning",
+    "info": "log", "info_once": "log", "debug": "log", "debug_once": "log",
+    "error": "error", "exception": "error", "critical": "error", "fatal": "error",
+}
+_LOGGER_NAMES = re.compile(r"^(logger|log|logging|_logger|LOGGER|LOG|_log|perf_logger|logger_)$")
+_PCT = re.compile(r"%(\((?P<key>[^)]*)\))?[#0\- +]*(\*|\d+)?(\.(\*|\d+))?[hlL]?(?P<conv>[diouxXeEfFgGcrsa%])")
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def _ph(node: ast.AST, spec: str = "") -> tuple:
+    return (PH, simplify(ast.unparse(node)), spec)
+
+
+def _percent(fmt: str, args: list, kw: dict | None) -> list:
+    parts: list = []
+    pos = 0
+    arg_i = 0
+    for m in _PCT.finditer(fmt):
+        parts.append((LIT, fmt[pos:m.start()]))
+        pos = m.end()
+        conv = m.group("conv")
+        if conv == "%":
+            parts.append((LIT, "%"))
+            continue
+        key = m.group("key")
+        if key is not None:
+            parts.append((PH, simplify(key), conv))
+        elif arg_i < len(args):
+            parts.append((PH, simplify(ast.unparse(args[arg_i])), conv))
+            arg_i += 1
+        else:
+            parts.append((PH, "value", conv))
+    parts.append((LIT, fmt[pos:]))
+    return parts
+
+
+def _format(fmt: str, args: list, keywords: list) -> list:
+    parts: list = []
+    auto = 0
+    kw = {k.arg: k.value for k in keywords if k.arg}
+    try:
+        parsed = list(string.Formatter().parse(fmt))
+    except ValueError:
+        raise _Unresolved
+    for literal, field, spec, conv in parsed:
+        parts.append((LIT, literal))
+        if field is None:
+            continue
+        root = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if root == "":
+            node = args[auto] if auto < len(args) else None
+            auto += 1
+            name = simplify(ast.unparse(node)) if node is not None else "value"
+        elif root.isdigit():
+            i = int(root)
+            name = simplify(ast.unparse(args[i])) if i < len(args) else "value"
+        else:
+            name = simplify(field)
+        parts.append((PH, name, spec or (conv or "")))
+    return parts
+
+
+class _Ctx:
+    def __init__(self, assigns: dict):
+        self.assigns = assigns
+
+
+def message_parts(node: ast.AST, ctx: _Ctx | None = None, depth: int = 0) -> list:
+    """Turn a message expression into literal parts and named placeholders."""
+    if depth > 6:
+        raise _Unresolved
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [(LIT, node.value)]
+    if isinstance(node, ast.JoinedStr):
+        parts: list = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append((LIT, str(v.value)))
+            elif isinstance(v, ast.FormattedValue):
+                spec = ""
+                if v.format_spec is not None:
+                    spec = "".join(str(x.value) for x in v.format_spec.values if isinstance(x, ast.Constant))
+                if v.conversion == ord("r"):
+                    spec = spec or "r"
+                parts.append(_ph(v.value, spec))
+        return parts
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = _maybe(node.left, ctx, depth)
+        right = _maybe(node.right, ctx, depth)
+        if left is None and right is None:
+            raise _Unresolved
+        return (left if left is not None else [_ph(node.left)]) + (right if right is not None else [_ph(node.right)])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) \
+            and isinstance(node.left.value, str):
+        args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        return _percent(node.left.value, args, None)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "format" and isinstance(node.func.value, ast.Constant) \
+                and isinstance(node.func.value.value, str):
+            return _format(node.func.value.value, node.args, node.keywords)
+        if node.func.attr == "join" and isinstance(node.func.value, ast.Constant) and node.args:
+            raise _Unresolved
+    if isinstance(node, ast.Name) and ctx is not None and node.id in ctx.assigns:
+        return message_parts(ctx.assigns[node.id], ctx, depth + 1)
+    raise _Unresolved
+
+
+def _maybe(node, ctx, depth):
+    try:
+        return message_parts(node, ctx, depth + 1)
+    except _Unresolved:
+        return None
+
+
+def _has_literal(parts: list) -> bool:
+    return any(p[0] == LIT and p[1].strip() for p in parts)
+
+
+def _func_assigns(func: ast.AST) -> dict:
+    """`msg = f"..."; raise X(msg)` is common; a name assigned once to a string expression resolves."""
+    counts: dict = {}
+    values: dict = {}
+    for n in ast.walk(func):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            k = n.targets[0].id
+            counts[k] = counts.get(k, 0) + 1
+            values[k] = n.value
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            counts[n.target.id] = counts.get(n.target.id, 0) + 2
+    return {k: v for k, v in values.items() if counts[k] == 1}
+
+
+def _condition(stack: list, node: ast.AST) -> str:
+    """The check that leads to the message, as the source writes it (`if cond: raise` -> cond)."""
+    child = node
+    for anc in reversed(stack):
+        if isinstance(anc, ast.If):
+            if any(child is s for s in anc.body):
+                return ast.unparse(anc.test)
+            if any(child is s for s in anc.orelse):
+                return "not (" + ast.unparse(anc.test) + ")"
+            return ""
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            return ""
+        child = anc
+    return ""
+
+
+def _call_name(func: ast.AST) -> tuple[str, str]:
+    if isinstance(func, ast.Attribute):
+        base = func.value
+        base_name = ""
+        if isinstance(base, ast.Name):
+            base_name = base.id
+        elif isinstance(base, ast.Attribute):
+            base_name = base.attr
+        elif isinstance(base, ast.Call):
+            base_name = ast.unparse(base.func).split(".")[-1]
+        return base_name, func.attr
+    if isinstance(func, ast.Name):
+        return "", func.id
+    return "", ""
+
+
+def extract(source: str) -> tuple[list, dict]:
+    """One pass over a module yields every message it can print and the counts of what it skipped."""
+    skipped: dict = {}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return [], {"python file does not parse": 1}
+    lines = source.splitlines()
+    out: list = []
+
+    def text_of(n: ast.AST) -> str:
+        end = getattr(n, "end_lineno", n.lineno) or n.lineno
+        chunk = "\n".join(lines[n.lineno - 1:end]).strip()
+        return chunk[:300]
+
+    def add(kind, msg_node, n, stack, ctx, condition=None):
+        try:
+            parts = merge_parts(message_parts(msg_node, ctx))
+        except _Unresolved:
+            skipped["message not a string expression"] = skipped.get("message not a string expression", 0) + 1
+            return
+        if not _has_literal(parts):
+            skipped["only placeholders"] = skipped.get("only placeholders", 0) + 1
+            return
+        cond = condition if condition is not None else _condition(stack, n)
+        raw = Raw(kind=kind, parts=parts, condition=cond, text=text_of(n), line=n.lineno)
+        raw.scope = [a.name for a in stack if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        out.append(raw)
+
+    def visit(n: ast.AST, stack: list, ctx: _Ctx):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            ctx = _Ctx(_func_assigns(n))
+        if isinstance(n, ast.Raise) and n.exc is not None:
+            exc = n.exc
+            if isinstance(exc, ast.Call):
+                msg = exc.args[0] if exc.args else next(
+                    (k.value for k in exc.keywords if k.arg in ("msg", "message", "reason")), None)
+                if msg is not None:
+                    add("error", msg, n, stack, ctx)
+        elif isinstance(n, ast.Return) and n.value is not None and stack and \
+                isinstance(stack[-1], ast.FunctionDef) and stack[-1].name == "__str__" and len(stack) >= 2 and \
+                isinstance(stack[-2], ast.ClassDef) and re.search(r"(Error|Exception|Resources)$", stack[-2].name):
+            add("error", n.value, n, stack, ctx)
+        elif isinstance(n, ast.Assert) and n.msg is not None:
+            add("assert", n.msg, n, stack, ctx, condition=ast.unparse(n.test))
+        elif isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+            call = n.value
+            base, attr = _call_name(call.func)
+            if (base == "warnings" and attr == "warn") or (base == "" and attr in ("warn", "warn_once", "warning_once")):
+                if call.args:
+                    add("warning", call.args[0], n, stack, ctx)
+            elif attr in _LOG_KIND and (_LOGGER_NAMES.match(base) or base.endswith("logger")) and call.args:
+                first = call.args[0]
+                if len(call.args) > 1 and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    parts_node = ast.BinOp(left=first, op=ast.Mod(), right=ast.Tuple(elts=call.args[1:], ctx=ast.Load()))
+                    ast.copy_location(parts_node, first)
+                    add(_LOG_KIND[attr], parts_node, n, stack, ctx)
+                else:
+                    add(_LOG_KIND[attr], first, n, stack, ctx)
+            elif attr == "append" and "reason" in base.lower() and call.args:
+                add("error", call.args[0], n, stack, ctx)
+        for child in ast.iter_child_nodes(n):
+            visit(child, stack + [n], ctx)
+
+    visit(tree, [], _Ctx({}))
+    return out, skipped

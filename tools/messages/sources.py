@@ -1,0 +1,187 @@
+"""What the generator reads: per library, the repository or wheels, the releases and the paths in them."""
+from __future__ import annotations
+
+import os
+import re
+
+CACHE = os.environ.get("MESSAGES_CACHE", "/work/cache")
+MIRROR = os.environ.get("MESSAGES_MIRROR", "/work/.mirror")
+
+FA_TAGS = ["v2.0.9", "v2.1.2", "v2.2.5", "v2.3.6", "v2.4.2", "v2.5.9", "v2.6.3", "v2.7.4", "v2.8.3"]
+FA4_TAGS = ["fa4-v4.0.0.beta0", "fa4-v4.0.0.beta5", "fa4-v4.0.0.beta10", "fa4-v4.0.0.beta15",
+            "fa4-v4.0.0.beta20", "fa4-v4.0.0.beta27"]
+TE_TAGS = ["v1.0", "v1.3", "v1.6", "v1.9", "v1.11", "v1.13", "v2.0", "v2.2", "v2.4", "v2.6", "v2.8", "v2.10",
+           "v2.12", "v2.14", "v2.16", "v2.18"]
+CUDNN_FE_TAGS = ["v1.0.0", "v1.2.0", "v1.4.0", "v1.6.0", "v1.8.0", "v1.10.0", "v1.12.0", "v1.14.0", "v1.16.0",
+                 "v1.18.0", "v1.20.0", "v1.23.0"]
+XFORMERS_TAGS = ["v0.0.23", "v0.0.25", "v0.0.27", "v0.0.28.post3", "v0.0.29", "v0.0.30", "v0.0.32", "v0.0.35"]
+
+_TORCH_FUNCS = re.compile(r"^(scaled_dot_product_attention|multi_head_attention_forward|_in_projection.*|"
+                          r"_mha_shape_check|_canonical_mask|_none_or_dtype)$")
+_ATTN_FUNCS = re.compile(r"(flash|flex|sdpa|attn|attention|cudnn|xformers)", re.I)
+_ATTN_TEXT = re.compile(r"(attention|attn|flash|flex|sdpa|fa3|fa4|flashinfer|flashmla|head.?dim|head.?size|"
+                        r"kv.?cache|backend|triton|cudnn|sliding|window|softcap|mla)", re.I)
+
+# Each source: library, repo (upstream, for citation), how to read it, and which paths count.
+# `library` may be a function of the path where one repository holds several libraries.
+
+
+def fa_library(path: str, ref: str = "") -> str | None:
+    """FA4 releases are the fa4-* tags; FA2 and FA3 (hopper/) releases are the v2.x tags."""
+    if ref.startswith("fa4-"):
+        return "flash-attn-4" if path.startswith("flash_attn/cute/") else None
+    if path.startswith("flash_attn/cute/"):
+        return None
+    if path.startswith("hopper/"):
+        return "flash-attn-3"
+    return "flash-attn"
+
+
+SOURCES = [
+    {
+        "name": "flash-attention", "repo": "Dao-AILab/flash-attention", "git": "Dao-AILab+flash-attention",
+        "refs": FA_TAGS + FA4_TAGS, "library": fa_library,
+        "include": [r"^setup\.py$", r"^hopper/setup\.py$", r"^csrc/flash_attn/flash_api\.cpp$", r"^flash_attn/[^/]+\.py$", r"^hopper/[^/]+\.(cpp|py)$",
+                    r"^flash_attn/cute/[^/]+\.py$"],
+    },
+    {
+        "name": "flash-attn-4-wheels", "repo": "Dao-AILab/flash-attention", "wheels": "flash-attn-4-*",
+        "library": lambda p, ref="": "flash-attn-4", "include": [r"^flash_attn/cute/[^/]+\.py$"],
+    },
+    {
+        "name": "transformer-engine", "repo": "NVIDIA/TransformerEngine", "git": "NVIDIA+TransformerEngine",
+        "refs": TE_TAGS, "library": lambda p, ref="": "transformer-engine",
+        "include": [r"^transformer_engine/pytorch/attention/.*\.py$", r"^transformer_engine/pytorch/attention\.py$",
+                    r"^transformer_engine/pytorch/dot_product_attention/.*\.py$",
+                    r"^transformer_engine/common/fused_attn/[^/]+\.(cpp|cu|h)$",
+                    r"^transformer_engine/pytorch/utils\.py$"],
+    },
+    {
+        "name": "cudnn-frontend", "repo": "NVIDIA/cudnn-frontend", "git": "NVIDIA+cudnn-frontend",
+        "refs": CUDNN_FE_TAGS, "library": lambda p, ref="": "cudnn-frontend",
+        "include": [r"^include/cudnn_frontend/.*\.h$", r"^python/cudnn/[^/]+\.py$", r"^include/cudnn_frontend[^/]*\.h$"],
+    },
+    {
+        "name": "cudnn-frontend-wheels", "repo": "NVIDIA/cudnn-frontend", "wheels": "nvidia-cudnn-frontend-*",
+        "library": lambda p, ref="": "cudnn-frontend",
+        "include": [r"(^|/)include/cudnn_frontend/.*\.h$", r"^cudnn/[^/]+\.py$"],
+    },
+    {
+        "name": "xformers", "repo": "facebookresearch/xformers", "git": "facebookresearch+xformers",
+        "refs": XFORMERS_TAGS, "library": lambda p, ref="": "xformers", "include": [r"^xformers/ops/fmha/[^/]+\.py$"],
+    },
+    {
+        "name": "torch-wheels", "repo": "pytorch/pytorch", "wheels": "torch-*",
+        "library": lambda p, ref="": "inductor" if p.startswith("torch/_inductor/") else "pytorch",
+        "include": [r"^torch/include/ATen/native/transformers/.*\.h$", r"^torch/nn/attention/[^/]+\.py$",
+                    r"^torch/nn/attention/experimental/[^/]+\.py$",
+                    r"^torch/nn/functional\.py$", r"^torch/_higher_order_ops/flex_attention\.py$",
+                    r"^torch/nested/_internal/sdpa\.py$", r"^torch/_inductor/kernel/flex/[^/]+\.py$",
+                    r"^torch/_inductor/kernel/flex_(attention|decoding)\.py$",
+                    r"^torch/_inductor/select_algorithm\.py$", r"^torch/_inductor/autotune_process\.py$"],
+        "scope": {r"^torch/nn/functional\.py$": _TORCH_FUNCS},
+    },
+    {
+        "name": "pytorch-debian-source", "repo": "pytorch/pytorch", "tarballs": "debsrc/pytorch_*.orig.tar.xz",
+        "library": lambda p, ref="": "pytorch",
+        "include": [r"^aten/src/ATen/native/transformers/.*\.(cpp|cu|h|hip)$",
+                    r"^aten/src/ATen/native/nested/.*(sdp|attention|transformer).*\.(cpp|cu|h)$"],
+    },
+    {
+        "name": "transformers-wheels", "repo": "huggingface/transformers", "wheels": "transformers-*",
+        "library": lambda p, ref="": "transformers",
+        "include": [r"^transformers/integrations/[^/]*(attention|attn)[^/]*\.py$",
+                    r"^transformers/modeling_flash_attention_utils\.py$", r"^transformers/utils/import_utils\.py$",
+                    r"^transformers/modeling_utils\.py$", r"^transformers/masking_utils\.py$"],
+        "scope": {r"^transformers/(utils/import_utils|modeling_utils|masking_utils)\.py$": _ATTN_FUNCS},
+    },
+    {
+        "name": "vllm-wheels", "repo": "vllm-project/vllm", "wheels": "vllm-*", "library": lambda p, ref="": "vllm",
+        "include": [r"^vllm/attention/selector\.py$", r"^vllm/platforms/cuda\.py$",
+                    r"^vllm/attention/backends/[^/]+\.py$", r"^vllm/v1/attention/backends/[^/]+\.py$",
+                    r"^vllm/v1/attention/backends/mla/[^/]+\.py$", r"^vllm/v1/attention/selector\.py$",
+                    r"^vllm/attention/layer\.py$", r"^vllm/platforms/interface\.py$"],
+        "text": {r"^vllm/platforms/(cuda|interface)\.py$": _ATTN_TEXT},
+    },
+    {
+        "name": "sglang-wheels", "repo": "sgl-project/sglang", "wheels": "sglang-*", "library": lambda p, ref="": "sglang",
+        "include": [r"^sglang/srt/layers/attention/[^/]+\.py$", r"^sglang/srt/server_args\.py$"],
+        "text": {r"^sglang/srt/server_args\.py$": _ATTN_TEXT},
+    },
+    {
+        "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
+        "include": [r"^triton/runtime/[^/]+\.py$", r"^triton/compiler/compiler\.py$"],
+    },
+]
+
+# Backend ids named by a message's own words, tried before the file's default.
+TEXT_BACKENDS = [
+    (re.compile(r"\bcuDNN attention|CuDNN attention|cudnn_attention|cuDNN SDPA|cuDNN MHA|\bcuDNN\b", re.I), "sdpa-cudnn",
+     {"pytorch"}),
+    (re.compile(r"\bflash attention|flash_attention\b|FlashAttention", re.I), "sdpa-flash", {"pytorch"}),
+    (re.compile(r"mem(ory)?[ _]eff(icient)?|efficient[ _]attention", re.I), "sdpa-efficient", {"pytorch"}),
+    (re.compile(r"\bboth fused kernels\b", re.I), "sdpa-flash,sdpa-efficient", {"pytorch"}),
+    (re.compile(r"FlashAttention|flash[_ -]?attn|flash attention", re.I), "te-flash", {"transformer-engine"}),
+    (re.compile(r"FusedAttention|fused[_ ]attn|fused attention|cuDNN", re.I), "te-fused", {"transformer-engine"}),
+    (re.compile(r"UnfusedDotProductAttention|unfused", re.I), "te-unfused", {"transformer-engine"}),
+    (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|hopper", re.I), "flash-attn-3",
+     {"transformers", "vllm", "sglang"}),
+    (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?4|\bFA[_ -]?(version )?4\b", re.I), "flash-attn-4",
+     {"transformers", "vllm", "sglang"}),
+    (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?2|\bFA[_ -]?(version )?2\b", re.I), "flash-attn-2",
+     {"transformers", "vllm", "sglang"}),
+    (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
+     {"transformers", "vllm", "sglang"}),
+]
+
+
+def default_backends(library: str, path: str) -> list:
+    """A message's backend follows from the file it lives in where its words name none."""
+    if library == "flash-attn":
+        return ["flash-attn-2"]
+    if library in ("flash-attn-3", "flash-attn-4"):
+        return [library]
+    if library == "transformer-engine" and "/fused_attn/" in path:
+        return ["te-fused"]
+    if library == "cudnn-frontend" and re.search(r"sdpa|scaled_dot_product", path, re.I):
+        return ["cudnn-fe"]
+    if library == "pytorch" and "/flash_attn/" in path:
+        return ["sdpa-flash"]
+    if library == "pytorch" and "/mem_eff_attention/" in path:
+        return ["sdpa-efficient"]
+    if library in ("pytorch", "inductor") and re.search(r"flex", path):
+        return ["flex-attention"]
+    if library == "transformers" and re.search(r"flex_attention", path):
+        return ["flex-attention"]
+    if library == "transformers" and re.search(r"flash_attention|flash_attn", path):
+        return ["flash-attn-2"]
+    if library == "transformers" and re.search(r"sdpa_attention", path):
+        return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+    if library in ("vllm", "sglang") and re.search(r"flex_attention", path):
+        return ["flex-attention"]
+    return []
+
+
+def backends_for(library: str, path: str, template: str, scope: list = ()) -> list:
+    """The message's own words name the backend more precisely than the file does."""
+    if library == "cudnn-frontend" and re.search(r"\bsdpa|scaled.dot.product", template, re.I):
+        return ["cudnn-fe"]
+    if (library == "pytorch" and "flex" not in path) or library == "transformer-engine":
+        found: list = []
+        for rx, names, libs in TEXT_BACKENDS:
+            if library in libs and rx.search(template):
+                for b in names.split(","):
+                    if b not in found:
+                        found.append(b)
+        if found:
+            return found
+        if library == "pytorch" and scope:
+            fn = scope[-1]
+            for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient")):
+                if key in fn:
+                    return [b]
+    elif library in ("transformers", "vllm", "sglang"):
+        for rx, names, libs in TEXT_BACKENDS:
+            if library in libs and rx.search(template):
+                return names.split(",")
+    return default_backends(library, path)
