@@ -25,6 +25,13 @@ LABELS: Mapping[str, str] = {
 }
 """The libraries the index reads, as reports name them."""
 KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "log"}
+LIBRARY_BACKENDS: Mapping[str, tuple[str, ...]] = {
+    "cudnn-frontend": ("cudnn-fe", "sdpa-cudnn", "te-fused"), "flash-attn": ("flash-attn-2",),
+    "flash-attn-3": ("flash-attn-3",), "flash-attn-4": ("flash-attn-4",), "inductor": ("flex-attention",),
+    "transformer-engine": ("te-flash", "te-fused", "te-unfused"),
+}
+"""The backends a library's message is about when the file it was read from does not say (cuDNN's messages reach
+users through cudnn-frontend graphs, PyTorch's cuDNN attention and TransformerEngine's fused attention)."""
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 MIN_LITERAL = 8
 """A message whose longest literal part is shorter than this is too generic to point at anything."""
@@ -74,7 +81,8 @@ def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
     facts = {group: field for group, field in (record.get("facts") or {}).items() if field in TARGETS}
     return CatalogueEntry(
         id=str(record["id"]).upper(), library=str(record["library"]), kind=KIND_OF.get(record.get("kind", ""), "error"),
-        pattern=LazyPattern(pattern), source=sources, backends=tuple(record.get("backend") or ()),
+        pattern=LazyPattern(pattern), source=sources,
+        backends=tuple(record.get("backend") or ()) or LIBRARY_BACKENDS.get(str(record["library"]), ()),
         rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
         priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),
         literals=((literal, False),), indexed=True)

@@ -23,7 +23,8 @@ PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "f
                       "driver", "cudnn_compiled"})
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
     (r"head[_ ]?dim|headdim|hidden_dim|embedding dimension|last dimension|\bd_?(?:qk|v)\b", "head-dim"),
-    (r"compute capability|\bsm_?\d{2,3}|ampere|hopper|blackwell|turing|volta|\barch", "gpu-arch"),
+    (r"compute capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|\barch",
+     "gpu-arch"),
     (r"\bdtype|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2", "fp8"),
     (r"causal|attn_mask|mask", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"softcap", "softcap"),
