@@ -29,9 +29,10 @@ def test_newest_read_releases_answer_inside_the_rules(explain, gpu):
 
 def test_releases_without_stored_notes_stay_outside(explain):
     verdicts = _verdicts(explain("--gpu", "H100", "--cudnn", "9.27.0", "--cudnn-frontend", "1.34.0",
-                                 "--flash-attn-4", "4.0.0b36", *TRAIN))
+                                 "--flash-attn-4", "4.0.0b37", *TRAIN))
     assert "AD-OUTSIDE-RULES" in _rules(verdicts["cudnn-fe"])
     assert "FA4-BETA-NEWER-THAN-READ" in _rules(verdicts["flash-attn-4"])
+    assert verdicts["flash-attn-4"]["status"] == "outside-rules"
 
 
 @pytest.mark.parametrize("case", [

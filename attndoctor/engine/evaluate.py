@@ -1059,6 +1059,15 @@ def _finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition:
 BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
 
 
+def _beta_outside(horizon: Horizon, facts: dict[str, Any]) -> str:
+    """'older' or 'newer' for a flash-attn 4 beta outside the horizon's betas: versions read every beta as 4.0.0."""
+    beta = facts.get("flash_attn_4_beta")
+    oldest, newest = re.match(BETA, horizon.oldest), re.match(BETA, horizon.newest)
+    if horizon.package != "flash_attn_4" or beta is None or not oldest or not newest:
+        return ""
+    return "older" if beta < int(oldest.group(1)) else "newer" if beta > int(newest.group(1)) else ""
+
+
 def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
                       horizons: Sequence[Horizon] = ()) -> Iterable[Finding]:
     """Facts about the machine itself: a backend's package missing or broken, a version the rules do not model, or no
@@ -1067,9 +1076,11 @@ def _builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
         version = facts.get(horizon.package)
         if backend.id not in horizon.backends or version is None or version == ABSENT:
             continue
-        side = horizon.outside(version)
+        side = horizon.outside(version) or _beta_outside(horizon, facts)
         if side:
             label = PACKAGE_LABELS.get(horizon.package, horizon.package)
+            if horizon.package == "flash_attn_4" and "flash_attn_4_beta" in facts:
+                version = f"4.0.0b{facts['flash_attn_4_beta']}"
             span = f"{horizon.oldest} to {horizon.newest}"
             yield Finding(OUTSIDE, "info", "dispatch", f"{label} {version} lies outside the releases the rules model",
                           f"{label} {version} is {side} than every release the rules about {backend.id} were read at "
