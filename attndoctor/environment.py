@@ -73,6 +73,16 @@ def parse_version(value: Any, *, what: str = "version", strict: bool = False) ->
     return Version(f"{parsed.base_version}.post{parsed.post}")
 
 
+CUDNN_FACTS = ("cudnn", "cudnn_compiled")
+
+
+def as_compared(fact: str, version: Version) -> Version:
+    """A version as its library compares it: cuDNN as major*10000+minor*100+patch, so 9.22.0.44 is 9.22.0."""
+    if fact in CUDNN_FACTS and len(version.release) > 3:
+        return Version(".".join(map(str, version.release[:3])))
+    return version
+
+
 class GpuInfo(NamedTuple):
     """One visible GPU as the probe saw it."""
 

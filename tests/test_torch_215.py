@@ -33,9 +33,9 @@ def test_sdpa_answers_inside_the_rules_up_to_2_15(cli, torch, train):
 
 
 def test_flex_attention_stays_at_the_release_read(cli):
-    v = verdicts(cli, "--torch", "2.15.0", "--gpu", "H100", "--cudnn", "9.19.0", *SHAPE, "--train")
+    v = verdicts(cli, "--torch", "2.16.0", "--gpu", "H100", "--cudnn", "9.19.0", *SHAPE, "--train")
     assert v["flex-attention"]["status"] == "outside-rules"
-    v = verdicts(cli, "--torch", "2.13.0", "--gpu", "H100", "--cudnn", "9.19.0", *SHAPE, "--train")
+    v = verdicts(cli, "--torch", "2.15.0", "--gpu", "H100", "--cudnn", "9.19.0", *SHAPE, "--train")
     assert v["flex-attention"]["status"] != "outside-rules"
 
 

@@ -7,7 +7,8 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..config import AttentionConfig, with_changes
-from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment, install_hint, parse_version, place
+from ..environment import (ABSENT, PACKAGE_LABELS, PACKAGES, Environment, as_compared, install_hint, parse_version,
+                           place)
 from ..errors import UsageError
 from . import expr
 from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Horizon, Rule, RuleBase
@@ -243,7 +244,7 @@ def env_facts(env: Environment) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1024)
 def _version(value: str, what: str) -> Any:
-    return parse_version(value, what=what)
+    return as_compared(what, parse_version(value, what=what))
 
 
 class _FactCache:
