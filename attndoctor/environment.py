@@ -102,7 +102,8 @@ class Environment:
                  import_errors: dict[str, str] | None = None, api: dict[str, bool] | None = None,
                  env_vars: dict[str, str] | None = None, torch_arch_list: list[str] | None = None,
                  torch_cuda_available: bool | None = None, cudnn_compiled: str | None = None, no_gpu: bool = False,
-                 notes: list[dict[str, str]] | None = None, binaries: list[dict[str, Any]] | None = None) -> None:
+                 notes: list[dict[str, str]] | None = None, binaries: list[dict[str, Any]] | None = None,
+                 archs: tuple[int, ...] | None = None) -> None:
         self.source = source
         self.gpu = gpu
         self.sm = sm
@@ -118,6 +119,8 @@ class Environment:
         self.notes: list[dict[str, str]] = [] if notes is None else notes
         self.binaries = binaries
         """Compiled extensions read by the probe (probe/binaries.py): archs, ABI status, findings; None: not read."""
+        self.archs = archs
+        """The compute capabilities the GPU may have when only its architecture is known ('Blackwell'); sm is None."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Environment) and vars(self) == vars(other)
@@ -301,7 +304,14 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
         if name == "gpu":
             from .gpus import resolve_gpu
 
-            env.gpu, env.sm = resolve_gpu(str(value))
+            from .gpus import arch_family
+
+            family = arch_family(str(value))
+            if len(family) > 1:
+                env.gpu, env.sm, env.archs = f"{str(value).strip()} (sm{family[0]} to sm{family[-1]})", None, family
+            else:
+                env.gpu, env.sm = resolve_gpu(str(value))
+                env.archs = None
             env.no_gpu = False
         elif name == "sm":
             if isinstance(value, bool) or not isinstance(value, int) or not 10 <= value <= 200:

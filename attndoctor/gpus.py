@@ -278,7 +278,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
                 return f"sm{family[0]}", family[0]
             options = ", ".join(f"sm{sm}" for sm in family)
             raise UsageError(f"GPU {raw!r} names an architecture of several compute capabilities ({options}); "
-                             "give the GPU's name (e.g. B200, RTX 5090) or one of them")
+                             "give the GPU's name (e.g. B200, RTX 5090) or one of them")  # callers that can sweep ask arch_family first
     shown = raw if len(raw) <= 40 else raw[:37] + "..."
     nearest = nearest_gpu_names(raw[:100]) if raw else []
     if nearest:

@@ -270,3 +270,15 @@ def test_an_architecture_name_is_its_compute_capability_or_a_usage_error():
     assert resolve_gpu("Ada Lovelace") == ("sm89", 89)
     with pytest.raises(UsageError, match=r"several compute capabilities \(sm100, .*sm120"):
         resolve_gpu("Blackwell")
+
+
+def test_an_architecture_of_several_compute_capabilities_is_swept(cli):
+    """--gpu Blackwell: a verdict every Blackwell compute capability agrees on is definite, else it depends."""
+    import json
+
+    code, out, err = cli("explain", "--hdim", "128", "--train", "--gpu", "Blackwell", "--backend", "flash-attn-3",
+                         "--backend", "sdpa-math", "--format", "json")
+    assert code in (0, 1), err
+    verdicts = {v["backend"]: v for v in json.loads(out)["results"][0]["verdicts"]}
+    assert verdicts["flash-attn-3"]["status"] == "unsupported"
+    assert "any Blackwell (sm100 to sm121) GPU" in verdicts["flash-attn-3"]["findings"][0]["message"]

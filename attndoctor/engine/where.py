@@ -49,7 +49,8 @@ def where_it_runs(evaluator: Judge, verdict: Any, config: AttentionConfig,
         return ()
     backend = verdict.backend
     axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
-    gpus = (env.gpu,) if env.sm is not None else REFERENCE_GPUS
+    gpus = ((env.gpu,) if env.sm is not None else tuple(f"sm{sm}" for sm in env.archs) if getattr(env, "archs", None)
+            else REFERENCE_GPUS)
     # An unknown dtype is split into its cases: no single rule sees that fp32 and fp16 are each refused elsewhere.
     variants = [config] if config.dtype is not None else [with_changes(config, {"dtype": d}) for d in DTYPES]
     out = []
@@ -98,7 +99,8 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
     axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
     if (axis and not RELEASES.get(axis)) or (not axis and env.sm is not None):
         return None
-    machines = [env] if env.sm is not None else [environment_from_flags({"gpu": f"sm{sm}"}, base=env) for sm in ARCHS]
+    family = getattr(env, "archs", None) or ARCHS
+    machines = [env] if env.sm is not None else [environment_from_flags({"gpu": f"sm{sm}"}, base=env) for sm in family]
     releases = RELEASES[axis] if axis else ("",)
     seen: set[str] = set()
     for machine in machines:
@@ -108,7 +110,8 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
             seen.add("depends" if status == "depends" else "supported" if status == "supported" else "refused")
             if "depends" in seen or len(seen) > 1:
                 return None
-    where = f"{env.gpu} (sm{env.sm})" if env.sm is not None else f"any GPU (sm{ARCHS[0]} to sm{ARCHS[-1]})"
+    where = (f"{env.gpu} (sm{env.sm})" if env.sm is not None else f"any {env.gpu} GPU" if getattr(env, "archs", None)
+             else f"any GPU (sm{ARCHS[0]} to sm{ARCHS[-1]})")
     label = PACKAGE_LABELS.get(axis, axis)
     span = releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
     horizon = f" (releases after {releases[-1]} are not modelled)" if axis else ""
