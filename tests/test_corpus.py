@@ -90,3 +90,15 @@ def test_every_case_can_be_asked(half):
         assert inc.argv(case)[0][0] == "explain"
     for case in why.load(half):
         assert why.argv(case)[:2] == ["why", case["text"]]
+
+
+def test_no_rule_cites_a_held_out_thread_unless_it_is_left_out_of_the_figures():
+    """A held-out case whose thread a rule came to cite is listed in contaminated.txt, and the scorers skip it."""
+    import re
+
+    listed = tool("corpus/score_why.py").contaminated()
+    text = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "rules").glob("*.toml"))
+    held = {case["source"] for name, case in cases("why") + cases("incidents") if name.startswith("heldout")}
+    cited = {s for s in held if re.search(re.escape(s) + r"(?!\d)", text)}
+    assert cited <= listed, f"held-out threads cited by rules, not listed: {sorted(cited - listed)}"
+    assert not {c["source"] for c in tool("corpus/score_why.py").load("heldout")} & listed
