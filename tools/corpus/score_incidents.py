@@ -6,12 +6,12 @@ The held-out half is for reporting only: never tune the rules on its cases.
 """
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_common import contaminated, report, run_cli  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "incidents"
 CONFIG_FLAGS = {"batch": "--batch", "heads": "--heads", "kv_heads": "--kv-heads", "seqlen_q": "--seqlen-q",
@@ -60,19 +60,11 @@ def argv(case: dict) -> tuple[list[str], list[str]]:
 
 def ask(case: dict) -> dict:
     """The verdict explain gives for the case's backend, or the error that stopped it."""
-    from attndoctor.cli import main
-
     args, dropped = argv(case)
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main(args)
-        except SystemExit as exit_:
-            code = exit_.code or 0
+    code, out, err = run_cli(args)
     if code not in (0, 1):
-        return {"status": "error", "error": err.getvalue().strip()[:300], "dropped": dropped}
-    doc = json.loads(out.getvalue())
+        return {"status": "error", "error": err.strip()[:300], "dropped": dropped}
+    doc = json.loads(out)
     verdict = doc["results"][0]["verdicts"][0]
     return {"status": verdict["status"], "dropped": dropped,
             "rules": [f["rule"] for f in verdict.get("findings", []) if f.get("applies") is True]}
@@ -86,13 +78,6 @@ def judge(case: dict, status: str) -> dict:
             "false_runs": outcome != "runs" and predicted == "runs",
             "false_refusal": outcome == "runs" and predicted in ("refuses", "wrong"),
             "depends": predicted == "depends"}
-
-
-def contaminated() -> set[str]:
-    """Held-out threads a rule came to cite (tests/corpus/contaminated.txt): left out of the held-out figures."""
-    path = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "contaminated.txt"
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    return {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
 
 
 def load(half: str) -> list[dict]:
@@ -129,24 +114,14 @@ def summary(name: str, result: dict) -> str:
             f"  errors {result['errors']}")
 
 
+def row(r: dict) -> str:
+    mark = "ok " if r["agree"] or (not r["decidable"] and r["depends"]) else "MISS"
+    return (f"{mark} {r['id']:28} outcome {r['outcome']:13} got {r['status']:13} decidable {r['decidable']}"
+            f" {r.get('error', '')}")
+
+
 def main(argv_: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("heldout", "tuning", "both"), default="both")
-    parser.add_argument("--cases", action="store_true", help="print each case's result (tuning half only)")
-    parser.add_argument("--json", help="write the figures and rows to this file")
-    ns = parser.parse_args(argv_)
-    halves = ("tuning", "heldout") if ns.half == "both" else (ns.half,)
-    results = {h: score(load(h)) for h in halves}
-    if ns.cases and "tuning" in results:
-        for r in results["tuning"]["rows"]:
-            mark = "ok " if r["agree"] or (not r["decidable"] and r["depends"]) else "MISS"
-            print(f"{mark} {r['id']:28} outcome {r['outcome']:13} got {r['status']:13} decidable {r['decidable']}"
-                  f" {r.get('error', '')}")
-    for h, result in results.items():
-        print(summary(h, result))
-    if ns.json:
-        Path(ns.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return report(__doc__.splitlines()[0], load, score, row, summary, argv_)
 
 
 if __name__ == "__main__":

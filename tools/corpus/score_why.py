@@ -7,13 +7,13 @@ The held-out half is for reporting only: never tune on its cases.
 """
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import re
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_common import contaminated, report, run_cli  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "why"
 FLAGS = {"gpu": "--gpu", "torch": "--torch", "cuda": "--cuda", "cudnn": "--cudnn", "flash_attn": "--flash-attn",
@@ -43,18 +43,10 @@ def argv(case: dict) -> list[str]:
 
 
 def ask(case: dict) -> dict:
-    from attndoctor.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main(argv(case))
-        except SystemExit as exit_:
-            code = exit_.code or 0
+    code, out, err = run_cli(argv(case))
     if code not in (0, 1):
-        return {"code": code, "error": err.getvalue().strip()[:300], "cause": None}
-    doc = json.loads(out.getvalue())
+        return {"code": code, "error": err.strip()[:300], "cause": None}
+    doc = json.loads(out)
     return {"code": code, "cause": doc.get("cause"), "verdict": doc.get("verdict", ""),
             "messages": [m["id"] for m in doc["understood"]["messages"]]}
 
@@ -89,13 +81,6 @@ def judge(case: dict, answer: dict) -> dict:
             "fix_ok": fix, "top": cause.get("id"), "topics": cause.get("topics"), "top_backends": sorted(backends)}
 
 
-def contaminated() -> set[str]:
-    """Held-out threads a rule came to cite (tests/corpus/contaminated.txt): left out of the held-out figures."""
-    path = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "contaminated.txt"
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    return {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
-
-
 def load(half: str) -> list[dict]:
     cases = []
     for path in sorted(CORPUS.glob(f"{half}*.jsonl")):
@@ -125,23 +110,13 @@ def summary(name: str, r: dict) -> str:
             f"a message recognised {r['recognised']}  errors {r['errors']}")
 
 
+def row(r: dict) -> str:
+    return (f"{'ok ' if r['right'] else 'MISS'} {r['id']:26} want {r['cause']:16} {str(r['backend']):28} got "
+            f"{r['top']} {r['topics']} {r['top_backends']} fix {r['fix_ok']} {r['error']}")
+
+
 def main(argv_: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("heldout", "tuning", "both"), default="both")
-    parser.add_argument("--cases", action="store_true", help="print each case's result (tuning half only)")
-    parser.add_argument("--json", help="write the figures and rows to this file")
-    ns = parser.parse_args(argv_)
-    halves = ("tuning", "heldout") if ns.half == "both" else (ns.half,)
-    results = {h: score(load(h)) for h in halves}
-    if ns.cases and "tuning" in results:
-        for r in results["tuning"]["rows"]:
-            print(f"{'ok ' if r['right'] else 'MISS'} {r['id']:26} want {r['cause']:16} {str(r['backend']):28} got "
-                  f"{r['top']} {r['topics']} {r['top_backends']} fix {r['fix_ok']} {r['error']}")
-    for h, result in results.items():
-        print(summary(h, result))
-    if ns.json:
-        Path(ns.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return report(__doc__.splitlines()[0], load, score, row, summary, argv_)
 
 
 if __name__ == "__main__":
