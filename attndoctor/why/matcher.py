@@ -265,7 +265,8 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=(f"line {hit.line} is this {entry.library} {entry.kind}",), title=entry.meaning,
-            cause=entry.meaning, fixes=fixes, backends=entry.backends, applies=True, references=entry.source,
+            cause=entry.meaning, fixes=fixes, backends=entry.backends or tuple(reading.backends), applies=True,
+            references=entry.source,
             lines=(hit.line,), topics=topics))
     out.extend(_install_candidates(install_findings, reading, windows))
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
