@@ -707,13 +707,16 @@ class Evaluator:
             return "known-bug"
         return "supported"
 
-    def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment) -> str:
-        """The status alone, stopping at the first blocking finding (how fix trials are judged)."""
+    def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment, *,
+                     sweep: bool = False) -> str:
+        """The status alone, stopping at the first blocking finding (how fix trials are judged). `sweep`: one of
+        many machines tried once each (every release on every GPU), where pre-solving the rules per machine costs
+        more than it saves."""
         facts = self.fact_cache.facts(config, env)
         builtin = self._builtin_findings(backend, env, facts)
         if builtin:
             return self.status(backend, builtin)
-        live = self._live_rules(env) if self.batch else None
+        live = self._live_rules(env) if self.batch and not sweep else None
         unknown = False
         blocking = self._blocking.get(backend.id)
         if blocking is None:

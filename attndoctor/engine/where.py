@@ -25,7 +25,7 @@ SWEEP: dict[str, tuple[str, ...]] = {
 class Judge(Protocol):
     """What a sweep needs of an evaluator: a backend's status for one config on one machine."""
 
-    def quick_status(self, backend: Any, config: AttentionConfig, env: Environment) -> str: ...
+    def quick_status(self, backend: Any, config: AttentionConfig, env: Environment, *, sweep: bool = False) -> str: ...
 
 
 class Where(NamedTuple):
@@ -100,16 +100,13 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
     if (axis and not RELEASES.get(axis)) or (not axis and env.sm is not None):
         return None
     family = getattr(env, "archs", None) or ARCHS
-    machines = [env] if env.sm is not None else [environment_from_flags({"gpu": f"sm{sm}"}, base=env) for sm in family]
     releases = RELEASES[axis] if axis else ("",)
     seen: set[str] = set()
-    for machine in machines:
-        for version in reversed(releases):  # newest first: where a release runs it, it is most often a recent one
-            trial = _at_release(machine, axis, version, env.versions.get("flash_attn") is None) if axis else machine
-            status = evaluator.quick_status(backend, config, trial)
-            seen.add("depends" if status == "depends" else "supported" if status == "supported" else "refused")
-            if "depends" in seen or len(seen) > 1:
-                return None
+    for trial in _trials(env, axis, family):
+        status = evaluator.quick_status(backend, config, trial, sweep=True)
+        seen.add("depends" if status == "depends" else "supported" if status == "supported" else "refused")
+        if "depends" in seen or len(seen) > 1:
+            return None
     where = (f"{env.gpu} (sm{env.sm})" if env.sm is not None else f"any {env.gpu} GPU" if getattr(env, "archs", None)
              else f"any GPU (sm{ARCHS[0]} to sm{ARCHS[-1]})")
     label = PACKAGE_LABELS.get(axis, axis)
@@ -122,6 +119,29 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
         return "unsupported", f"it does not run on {where} with the facts given; the conditions below refuse it on each"
     return "unsupported", (f"no {label} release the rules model ({span}) runs it on {where}; the conditions below "
                            f"refuse it at each one{horizon}")
+
+
+_TRIALS: dict[tuple[int, str], tuple[Environment, tuple[Environment, ...]]] = {}
+"""The machines a sweep tries, made once per machine and package: the same objects for every config keep the
+evaluator's per-machine caches warm across a batch."""
+
+
+def _trials(env: Environment, axis: str, family: tuple[int, ...]) -> tuple[Environment, ...]:
+    """Each GPU (the given one, or each of the family) at each release of `axis`, newest release first."""
+    from ..environment import environment_from_flags
+
+    key = (id(env), axis)
+    found = _TRIALS.get(key)
+    if found is None or found[0] is not env:
+        if len(_TRIALS) > 64:
+            _TRIALS.clear()
+        machines = [env] if env.sm is not None else [environment_from_flags({"gpu": f"sm{sm}"}, base=env)
+                                                     for sm in family]
+        pair = env.versions.get("flash_attn") is None
+        trials = tuple(_at_release(m, axis, v, pair) if axis else m for m in machines
+                       for v in (reversed(RELEASES[axis]) if axis else ("",)))
+        found = _TRIALS[key] = (env, trials)
+    return found[1]
 
 
 def describe_where(places: tuple[Where, ...]) -> str:
