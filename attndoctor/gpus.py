@@ -71,6 +71,23 @@ def normalize_gpu_name(text: str) -> str:
 CATALOGUE = Path(__file__).resolve().parent / "data" / "gpus.toml"
 
 
+def _check_table(entry: object, allowed: frozenset[str], label: str) -> None:
+    """A catalogue table is a table of known keys; ValueError naming it otherwise."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{label}: expected a table")
+    extra = sorted(set(entry) - allowed)
+    if extra:
+        raise ValueError(f"{label}: unknown key {extra[0]!r}")
+
+
+def _checked_sm(entry: dict, label: str) -> int:
+    """The table's compute capability (90 for 9.0); ValueError naming the table otherwise."""
+    sm = entry.get("sm")
+    if isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200:
+        raise ValueError(f"{label}: sm: expected a compute capability such as 90, got {sm!r}")
+    return sm
+
+
 def parse_sm_tables(entries: object, *, where: str = "gpus.toml") -> dict[int, SmSpec]:
     """The [[sm]] tables by compute capability; raises ValueError naming the table on a malformed one."""
     if not isinstance(entries, list) or not entries:
@@ -78,14 +95,8 @@ def parse_sm_tables(entries: object, *, where: str = "gpus.toml") -> dict[int, S
     out: dict[int, SmSpec] = {}
     for i, entry in enumerate(entries):
         label = f"{where}: sm[{i}]"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{label}: expected a table")
-        extra = sorted(set(entry) - _SM_KEYS)
-        if extra:
-            raise ValueError(f"{label}: unknown key {extra[0]!r}")
-        sm = entry.get("sm")
-        if isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200:
-            raise ValueError(f"{label}: sm: expected a compute capability such as 90, got {sm!r}")
+        _check_table(entry, _SM_KEYS, label)
+        sm = _checked_sm(entry, label)
         if sm in out:
             raise ValueError(f"{label}: sm {sm} is given twice")
         arch = entry.get("arch")
@@ -112,18 +123,12 @@ def parse_catalogue(text: str, *, where: str = "gpus.toml", data: dict | None = 
     owner: dict[str, str] = {}
     for i, entry in enumerate(entries):
         label = f"{where}: gpu[{i}]"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{label}: expected a table")
-        extra = sorted(set(entry) - _ENTRY_KEYS)
-        if extra:
-            raise ValueError(f"{label}: unknown key {extra[0]!r}")
+        _check_table(entry, _ENTRY_KEYS, label)
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"{label}: name: expected text")
         label = f"{where}: {name}"
-        sm = entry.get("sm")
-        if isinstance(sm, bool) or not isinstance(sm, int) or not 10 <= sm <= 200:
-            raise ValueError(f"{label}: sm: expected a compute capability such as 90, got {sm!r}")
+        sm = _checked_sm(entry, label)
         if sms and sm not in sms:
             raise ValueError(f"{label}: sm: {sm} has no [[sm]] table")
         numbers: dict[str, float | None] = {}

@@ -93,7 +93,7 @@ def no_release_runs(evaluator: Judge, verdict: Any, config: AttentionConfig, env
     the config with the facts given (on the given GPU, or on any GPU when none is given), whatever the facts nobody
     gave are; ("supported", why) when every one of them runs it; None when they disagree. A release counts as
     refusing or running only where the rules decide it outright, so a fact left open never decides the verdict."""
-    from ..environment import PACKAGE_LABELS, environment_from_flags
+    from ..environment import PACKAGE_LABELS
 
     backend = verdict.backend
     axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")

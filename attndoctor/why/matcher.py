@@ -261,7 +261,7 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
         fixes = (entry.fix,) if entry.fix else tuple(dict.fromkeys(
             f.describe() for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if f.value_node is None)) \
-            or (generic_fix(entry, hit, topics),)
+            or (generic_fix(entry, topics),)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=(f"line {hit.line} is this {entry.library} {entry.kind}",), title=entry.meaning,
@@ -335,7 +335,7 @@ FIX_BY_TOPIC = {
 }
 
 
-def generic_fix(entry: Any, hit: Any, topics: Sequence[str]) -> str:
+def generic_fix(entry: Any, topics: Sequence[str]) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 TOPICS = ("gpu-arch", "head-dim", "dtype", "mask", "window", "dropout", "softcap", "bias", "gqa", "seqlen", "layout",
           "paged-kv", "varlen", "fp8", "determinism", "cp", "sinks", "version-mismatch", "install-abi",
@@ -86,6 +86,3 @@ def install_topics(finding: Mapping[str, Any]) -> tuple[str, ...]:
     kind = str(finding.get("kind") or "")
     return (INSTALL_TOPICS[kind],) if kind in INSTALL_TOPICS else ("install-missing",)
 
-
-def merge(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t for g in groups for t in g))
