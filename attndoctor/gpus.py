@@ -22,6 +22,10 @@ _SUFFIX_OK = re.compile(r"^(?:sxm\d*|pcie|nvl\d*|hbm\d*e?|\d+gb?|gb|edition|work
 _SM_FORM = re.compile(r"^(?:sm|compute)[_\- ]?(\d{2,3})[af]?$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
+_COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
+"""How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
+_WORD = re.compile(r"[a-z]+|\d+")
+_SM_WORD = re.compile(r"\b(?:sm|compute)[_\- ]?(\d{2,3})[af]?\b", re.I)
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
 
 
@@ -190,6 +194,25 @@ def _index() -> tuple[dict[str, GpuSpec], tuple[tuple[str, GpuSpec], ...]]:
     return exact, by_length
 
 
+def _word_key(text: str, *, drop: tuple[str, ...] = ()) -> str:
+    """A name's words in sorted order, so that "RTX Quadro 8000" meets "Quadro RTX 8000"."""
+    lowered = _NOISE_WORDS.sub(" ", str(text).lower())
+    return " ".join(sorted(w for w in _WORD.findall(lowered) if w not in drop))
+
+
+@functools.lru_cache(maxsize=1)
+def _loose_index() -> dict[str, GpuSpec | None]:
+    """Names by their sorted words, and by their words without "Quadro" (people write "P4000"); a key two GPUs
+    share maps to None: never a guess between them."""
+    out: dict[str, GpuSpec | None] = {}
+    for spec in gpu_catalogue():
+        keys = {k for alias in (spec.name, *spec.aliases)
+                for k in (_word_key(alias), _word_key(alias, drop=("quadro",)))}
+        for key in keys:
+            out[key] = spec if out.get(key, spec) is spec else None
+    return out
+
+
 def lookup_gpu(text: str | None) -> GpuSpec | None:
     """The catalogue entry for a GPU name, alias or NVML name ("H100" is the H100 SXM); None if unknown.
 
@@ -198,6 +221,7 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
     """
     if not text or not isinstance(text, str):
         return None
+    text = _COUNT.sub("", text)
     key = normalize_gpu_name(text)
     if not key:
         return None
@@ -209,7 +233,7 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
             rest = key[len(alias):]
             if _SUFFIX_OK.match(rest):
                 return _by_memory(alias, rest, spec)
-    return None
+    return _loose_index().get(_word_key(text))
 
 
 def _by_memory(alias: str, rest: str, spec: GpuSpec) -> GpuSpec:
@@ -264,6 +288,20 @@ def arch_family(text: str) -> tuple[int, ...]:
     return tuple(sorted(sm for sm, spec in sm_table().items() if normalize_gpu_name(spec.arch) == name))
 
 
+def _sm_beside_arch(text: str) -> int | None:
+    """The compute capability in "Blackwell SM120" or "NVIDIA sm_86 GPU": an sm word beside nothing but its own
+    architecture's name (or none); "Hopper SM120" contradicts itself and stays unknown."""
+    found = _SM_WORD.findall(text)
+    if len(found) != 1:
+        return None
+    sm = int(found[0])
+    rest = re.sub(r"\b(?:nvidia|gpu)\b", " ", _SM_WORD.sub(" ", text), flags=re.I).strip()
+    known = sm_table()
+    if not 30 <= sm <= 200 or rest and sm not in arch_family(rest) or not rest and sm not in known:
+        return None
+    return sm
+
+
 def resolve_gpu(text: str) -> tuple[str, int]:
     """(name, sm) for a `--gpu` value: a catalogue name or alias, or a compute capability (`sm90` → ("sm90", 90)).
 
@@ -274,7 +312,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         spec = lookup_gpu(raw)
         if spec is not None:
             return spec.name, spec.sm
-        sm = parse_sm(raw)
+        sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
             return f"sm{sm}", sm
         family = arch_family(raw)

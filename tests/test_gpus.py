@@ -282,3 +282,24 @@ def test_an_architecture_of_several_compute_capabilities_is_swept(cli):
     verdicts = {v["backend"]: v for v in json.loads(out)["results"][0]["verdicts"]}
     assert verdicts["flash-attn-3"]["status"] == "unsupported"
     assert "any Blackwell (sm100 to sm121) GPU" in verdicts["flash-attn-3"]["findings"][0]["message"]
+
+
+@pytest.mark.parametrize("text, name", [
+    ("8x NVIDIA H100 80GB HBM3", "H100 SXM"), ("2x RTX 4090", "RTX 4090"), ("8 x A100", "A100 80GB"),
+    ("NVIDIA GeForce RTX 4090 x 8", "RTX 4090"), ("RTX Quadro 8000", "Quadro RTX 8000"),
+    ("p4000", "Quadro P4000"), ("Quadro RTX 6000", "Quadro RTX 6000"),
+])
+def test_names_with_a_count_another_word_order_or_without_quadro(text: str, name: str) -> None:
+    spec = lookup_gpu(text)
+    assert spec is not None and spec.name == name
+
+
+@pytest.mark.parametrize("text, expected", [("Blackwell SM120", ("sm120", 120)), ("NVIDIA sm_86 GPU", ("sm86", 86))])
+def test_an_architecture_written_beside_its_compute_capability(text: str, expected: tuple[str, int]) -> None:
+    assert resolve_gpu(text) == expected
+
+
+@pytest.mark.parametrize("text", ["Hopper SM120", "RTX 4090 sm80", "8x", "x8"])
+def test_a_contradictory_or_empty_name_stays_unknown(text: str) -> None:
+    with pytest.raises(UsageError):
+        resolve_gpu(text)

@@ -35,6 +35,16 @@ def test_literal_of_takes_the_longest_literal_part():
     assert literal_of("{a} {b}") == ""
 
 
+def test_a_message_quoted_without_its_final_period_is_found(tmp_path):
+    record = {**RECORD, "id": "vllm-0123456789ab", "library": "vllm", "facts": {},
+              "template": "XFormers does not support attention logits soft capping.",
+              "pattern": r"XFormers does not support attention logits soft capping\.?"}
+    assert literal_of(record["template"]) == "XFormers does not support attention logits soft capping"
+    reading = read_text("ValueError: XFormers does not support attention logits soft capping",
+                        load_index(write(tmp_path, record)))
+    assert [h.entry.id for h in reading.hits] == ["VLLM-0123456789AB"]
+
+
 def test_an_index_message_is_found_and_gives_its_facts(tmp_path):
     entries = load_index(write(tmp_path, RECORD))
     assert len(entries) == 1 and entries[0].indexed and entries[0].id == "FLASH-ATTN-0123456789AB"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from attndoctor.why.catalogue import load_catalogue
+from attndoctor.why.index import load_index
 from attndoctor.why.literals import required_literals
 from attndoctor.why.matcher import Windows
 from attndoctor.why.reader import read_text
@@ -34,9 +35,19 @@ def test_the_literal_prefilter_finds_what_every_pattern_on_every_line_finds(tmp_
     texts = [c[1] for c in CORPUS] + [p.read_text() for p in FIXTURES.iterdir()] + [log.read_text()]
     texts.append("\n".join(c[1].upper() for c in CORPUS))  # case: a folded literal still finds (?i) matches
     for text in texts:
-        got = [(h.entry.id, h.line, h.text) for h in read_text(text, entries).hits]
+        got = [(h.entry.id, h.line, h.text) for h in read_text(text, entries).hits if not h.wrapped]
         assert got == plain_hits(text, entries)
     assert sum(e.literals is not None for e in entries) == len(entries)
+
+
+def test_a_message_a_wrap_split_is_found_on_the_line_of_its_literal():
+    entries = load_catalogue() + load_index()
+    text = ("RuntimeError: transformer_engine/common/fused_attn/fused_attn_f16_arbitrary_seqlen.cu:418\n"
+            "in function operator(): cuDNN Error: THD (ragged offset) is only supported in Hopper and\n"
+            "above : 80.")
+    wrapped = [h for h in read_text(text, entries).hits if h.wrapped]
+    assert wrapped and all("Hopper and above" in h.text and h.line == 2 for h in wrapped)
+    assert not [h for h in read_text(text.replace("and\nabove", "and above"), entries).hits if h.wrapped]
 
 
 def test_required_literals():

@@ -56,8 +56,10 @@ class CatalogueEntry(NamedTuple):
     literals: tuple[tuple[str, bool], ...] | None = None
     """Texts one of which every match contains, each with whether it is compared case-folded (see literals.py);
     None: the pattern is tried on every line."""
-    topic: str = ""
-    """The kind of problem the message is (why.topics.TOPICS), where neither its rules nor its install kind say it."""
+    topic: tuple[str, ...] = ()
+    """The kinds of problem the message is (why.topics.TOPICS), where neither its rules nor its install kind say it;
+    more than one where both hold (an extension built for another torch release: a version mismatch that breaks the
+    binary interface)."""
     indexed: bool = False
     """Read from a library's source by tools/messages (the message index), not written by hand."""
 
@@ -110,9 +112,15 @@ def check_links(entries: tuple[CatalogueEntry, ...], rule_ids: set[str], backend
         for rule in entry.rules:
             if rule not in rule_ids:
                 raise RuleError(f"unknown rule {rule!r} in rules", **where)
-        for backend in entry.backends + tuple(v for k, v in entry.sets.items() if k == "backend"):
+        for backend in entry.backends + set_backends(entry):
             if backend not in backend_ids:
                 raise RuleError(f"unknown backend {backend!r}; known: {', '.join(sorted(backend_ids))}", **where)
+
+
+def set_backends(entry: CatalogueEntry) -> tuple[str, ...]:
+    """The backends a match names through `sets` (one id, or a list for a family such as SDPA's kernels)."""
+    value = entry.sets.get("backend", ())
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
@@ -176,12 +184,12 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
     install = table.get("install", "")
     if install and install not in INSTALL_KINDS:
         raise err(f"'install' must be one of {', '.join(INSTALL_KINDS)}, got {install!r}")
-    topic = table.get("topic", "")
-    if topic:
-        from .topics import TOPICS
+    topic = _strings(table.get("topic"), "topic", err)
+    from .topics import TOPICS
 
-        if topic not in TOPICS:
-            raise err(f"'topic' must be one of {', '.join(TOPICS)}, got {topic!r}")
+    for one in topic:
+        if one not in TOPICS:
+            raise err(f"'topic' must be one of {', '.join(TOPICS)} (or a list of them), got {one!r}")
     verified, note = table.get("verified", True), table.get("note", "")
     if not isinstance(verified, bool):
         raise err("'verified' must be true or false")

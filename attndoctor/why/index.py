@@ -28,10 +28,13 @@ KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "lo
 LIBRARY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "cudnn-frontend": ("cudnn-fe", "sdpa-cudnn", "te-fused"), "flash-attn": ("flash-attn-2",),
     "flash-attn-3": ("flash-attn-3",), "flash-attn-4": ("flash-attn-4",), "inductor": ("flex-attention",),
-    "transformer-engine": ("te-flash", "te-fused", "te-unfused"),
+    "transformer-engine": ("te-flash", "te-fused", "te-unfused"), "triton": ("flex-attention",),
+    "xformers": ("sdpa-efficient", "flash-attn-2"),
 }
-"""The backends a library's message is about when the file it was read from does not say (cuDNN's messages reach
-users through cudnn-frontend graphs, PyTorch's cuDNN attention and TransformerEngine's fused attention)."""
+"""The backends a library's message is about when the file it was read from does not say, and the ones it can reach
+users through: cuDNN's messages through cudnn-frontend graphs, PyTorch's cuDNN attention and TransformerEngine's fused
+attention; triton's through FlexAttention's compiled kernels (the one Triton backend here); xformers' through its
+CUTLASS memory-efficient kernels (SDPA's memory-efficient backend came from them) and its flash-attn 2 build."""
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 MIN_LITERAL = 8
 """A message whose longest literal part is shorter than this is too generic to point at anything."""
@@ -53,9 +56,10 @@ class LazyPattern:
 
 
 def literal_of(template: str) -> str:
-    """The longest literal part of a message template: every printed form of the message contains it."""
-    parts = [p.strip() for p in PLACEHOLDER.split(template.replace("{{", "\0").replace("}}", "\1"))]
-    best = max(parts, key=len, default="")
+    """The longest literal part of a message template, without the final stop people leave out when they quote it:
+    every printed form of the message contains it."""
+    parts = [p.strip().strip("`'\"").strip() for p in PLACEHOLDER.split(template.replace("{{", "\0").replace("}}", "\1"))]
+    best = max(parts, key=len, default="").rstrip(".:;!, ")
     return best.replace("\0", "{").replace("\1", "}")
 
 

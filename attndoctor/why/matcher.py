@@ -259,13 +259,22 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
         if entry.kind == "error":
             score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
+        reasons = [f"line {hit.line} is this {entry.library} {entry.kind}"]
+        framed = set(reading.framed)
+        backends = message_backends(entry, reading.framed or reading.backends)
+        if framed and not framed & set(backends):
+            score += OTHER_BACKEND
+            reasons.append(f"it is about {', '.join(backends)}, the text's frames about {', '.join(sorted(framed))}")
+        elif named and not named & set(backends):
+            score += OTHER_BACKEND
+            reasons.append(f"it is about {', '.join(backends)}, the text about {', '.join(sorted(named))}")
         fixes = (entry.fix,) if entry.fix else tuple(dict.fromkeys(
             f.describe() for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if f.value_node is None)) \
             or (generic_fix(entry, topics),)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
-            reasons=(f"line {hit.line} is this {entry.library} {entry.kind}",), title=entry.meaning,
-            cause=entry.meaning, fixes=fixes, backends=entry.backends or tuple(reading.backends), applies=True,
+            reasons=tuple(reasons), title=entry.meaning,
+            cause=entry.meaning, fixes=fixes, backends=backends, applies=True,
             references=entry.source,
             lines=(hit.line,), topics=topics))
     out.extend(_install_candidates(install_findings, reading, windows))
@@ -346,6 +355,15 @@ def generic_fix(entry: Any, topics: Sequence[str]) -> str:
     if topics and topics[0] != "other":
         return f"change the {topics[0].replace('-', ' ')} to what {library} accepts (its check: {entry.note or 'see the message'})"
     return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
+
+
+def message_backends(entry: Any, named: Sequence[str]) -> tuple[str, ...]:
+    """A message's backends, narrowed by the ones the text names among those its library reaches users through
+    ("cuDNN Frontend error:" around a cudnn-frontend message: SDPA's cuDNN backend, not a cudnn-fe graph)."""
+    from .index import LIBRARY_BACKENDS
+
+    reach = set(entry.backends) | set(LIBRARY_BACKENDS.get(entry.library, ()))
+    return tuple(b for b in named if b in reach) or tuple(entry.backends) or tuple(named)
 
 
 def _first_hits(hits: Iterable[Any]) -> list[Any]:

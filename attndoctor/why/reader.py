@@ -7,7 +7,7 @@ import re
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..errors import UsageError
-from .catalogue import CONFIG_TARGETS, ENV_TARGETS, CatalogueEntry
+from .catalogue import CONFIG_TARGETS, ENV_TARGETS, CatalogueEntry, set_backends
 from .facts import check_text
 
 MAX_TEXT = 64 * 1024 * 1024
@@ -20,6 +20,16 @@ TE_BACKENDS = {"FlashAttention": "te-flash", "FusedAttention": "te-fused", "Unfu
 SDPA_BACKENDS = {"memory efficient": "sdpa-efficient", "memory efficient attention": "sdpa-efficient",
                  "mem efficient attention": "sdpa-efficient", "flash attention": "sdpa-flash",
                  "cudnn attention": "sdpa-cudnn", "cudnn mha": "sdpa-cudnn"}
+NODE_BACKENDS = {"ScaledDotProductFlashAttentionBackward": "sdpa-flash",
+                 "ScaledDotProductEfficientAttentionBackward": "sdpa-efficient",
+                 "ScaledDotProductCudnnAttentionBackward": "sdpa-cudnn", "FusedAttnFuncBackward": "te-fused",
+                 "FlashAttnFuncBackward": "flash-attn-2", "FlashAttnVarlenFuncBackward": "flash-attn-2",
+                 "FlashAttnQKVPackedFuncBackward": "flash-attn-2", "FlexAttentionBackward": "flex-attention"}
+"""Autograd's names for the backward nodes of the attention kernels (a traceback or anomaly-mode message)."""
+IMPLEMENTATIONS = {"sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"),
+                   "flash_attention_2": ("flash-attn-2",), "flash_attention_3": ("flash-attn-3",),
+                   "flex_attention": ("flex-attention",)}
+"""transformers' attn_implementation values, as a message's placeholder prints them ("... not implemented for sdpa")."""
 TE_MASKS = {"no_mask": "none", "causal": "causal", "padding": "padding", "padding_causal": "padding-causal",
             "causal_bottom_right": "causal-bottom-right", "padding_causal_bottom_right": "padding-causal-bottom-right",
             "arbitrary": "arbitrary"}
@@ -42,6 +52,8 @@ class Hit(NamedTuple):
     line: int
     text: str
     groups: Mapping[str, str]
+    wrapped: bool = False
+    """Found only across lines a terminal or a web page wrapped (the message does not fit on its line)."""
 
 
 class Fact(NamedTuple):
@@ -61,6 +73,9 @@ class Reading(NamedTuple):
     facts: Mapping[str, Fact]
     backends: tuple[str, ...]
     """The backends the text names (a warning about SDPA's flash kernel, an error inside TE's fused attention)."""
+    framed: tuple[str, ...]
+    """Those of them the text names around its messages, not through them: a call frame, a backward node, a
+    framework's wrapper ("cuDNN Frontend error:"). They tell which of several libraries' copies of a message ran."""
     env_vars: Mapping[str, str]
     te_selected: str | None
     te_available: Mapping[str, bool]
@@ -109,12 +124,19 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     lines = tuple(line[:MAX_LINE] for line in text.splitlines())
     hits: list[Hit] = []
     for number, entry in _candidate_lines(lines, entries):
+        found = False
         for match in entry.pattern.finditer(lines[number - 1]):
             groups = {k: v for k, v in match.groupdict().items() if v is not None}
             hits.append(Hit(entry, number, match.group(0).strip(), groups))
+            found = True
+        if not found and entry.literals and entry.kind != "fact":
+            hit = _wrapped_hit(lines, number, entry)
+            if hit is not None and not any(h.entry is entry and abs(h.line - number) <= 2 for h in hits):
+                hits.append(hit)
     facts: dict[str, Fact] = {}
     ignored: list[str] = []
     backends: list[str] = []
+    framed: list[str] = []
     env_vars: dict[str, str] = {}
     te_selected: str | None = None
     te_available: dict[str, bool] = {}
@@ -135,14 +157,20 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
         for backend in entry.backends:
             if entry.kind != "fact" and backend not in backends and len(entry.backends) == 1:
                 backends.append(backend)
+        for value in hit.groups.values():
+            named = IMPLEMENTATIONS.get(value.strip("`'\" ").lower(), ())
+            backends.extend(b for b in named if b not in backends)
+            framed.extend(b for b in named if b not in framed)
         for group, target in entry.facts.items():
             raw = hit.groups.get(group)
             if raw is None:
                 continue
             if target == "backend":
-                backend = TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower())
+                backend = TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower()) or NODE_BACKENDS.get(raw)
                 if backend and backend not in backends:
                     backends.append(backend)
+                if backend and backend not in framed:
+                    framed.append(backend)
             elif target == "selected":
                 te_selected = TE_BACKENDS.get(raw)
             elif target == "env_var":
@@ -152,8 +180,8 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
                 give(target, raw, hit)
         for target, value in entry.sets.items():
             if target == "backend":
-                if value not in backends:
-                    backends.append(value)
+                backends.extend(b for b in set_backends(entry) if b not in backends)
+                framed.extend(b for b in set_backends(entry) if b not in framed)
             else:
                 give(target, value, hit)
         if entry.parse == "te-config":
@@ -181,9 +209,24 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
         for field in ("seqlen_q", "seqlen_kv"):
             if field not in facts or facts[field].priority < seqlen.priority:
                 facts[field] = seqlen._replace(field=field)
-    return Reading(hits=tuple(hits), facts=facts, backends=tuple(backends), env_vars=env_vars,
+    return Reading(hits=tuple(hits), facts=facts, backends=tuple(backends), framed=tuple(framed), env_vars=env_vars,
                    te_selected=te_selected, te_available=te_available,
                    te_disabled={k: tuple(v) for k, v in te_disabled.items()}, ignored=tuple(ignored), lines=lines)
+
+
+def _wrapped_hit(lines: tuple[str, ...], number: int, entry: CatalogueEntry) -> Hit | None:
+    """The entry's message across the line, the two before and the one after it joined as one: a message a terminal
+    or a web page wrapped ("... only supported in Hopper and" / "above : 80.") is found where its longest literal
+    part is. Only a match that runs over from the line into a neighbour counts."""
+    first = max(0, number - 3)
+    parts = [line.strip() for line in lines[first:number + 1]]
+    start = sum(len(p) + 1 for p in parts[:number - 1 - first])
+    end = start + len(parts[number - 1 - first])
+    for match in entry.pattern.finditer(" ".join(parts)):
+        if match.start() < end and match.end() > start and (match.start() < start or match.end() > end):
+            groups = {k: v for k, v in match.groupdict().items() if v is not None}
+            return Hit(entry, number, match.group(0).strip(), groups, wrapped=True)
+    return None
 
 
 def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> list[tuple[int, CatalogueEntry]]:
@@ -198,7 +241,7 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
         starts = [0]
         for line in seen:
             starts.append(starts[-1] + len(line) + 1)
-        texts[fold] = ("\n".join(seen), starts)
+        texts[fold] = ("\n".join(seen).replace("\n", " "), starts)  # a literal a wrap split is still found
     every = [i for i, line in enumerate(lines) if line.strip()]
     wanted: dict[int, set[int]] = {}
     for index, entry in enumerate(entries):

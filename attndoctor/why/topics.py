@@ -22,19 +22,20 @@ INSTALL_TOPICS: Mapping[str, str] = {"arch": "install-arch", "abi": "install-abi
 PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",
                       "driver", "cudnn_compiled"})
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
-    (r"head[_ ]?dim|headdim|hidden_dim|embedding dimension|last dimension|\bd_?(?:qk|v)\b", "head-dim"),
+    (r"head[_ ]?dim|headdim|head[_ ]?size|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension|"
+     r"\bd_?(?:qk|v)\b", "head-dim"),
     (r"compute capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|\barch",
      "gpu-arch"),
     (r"\bdtype|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2", "fp8"),
-    (r"causal|attn_mask|mask", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"softcap", "softcap"),
+    (r"causal|attn_mask|mask", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
     (r"alibi|\bbias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads", "gqa"),
     (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
     (r"paged|block_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
     (r"undefined symbol|ABI|was compiled against|built for", "install-abi"),
     (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not", "install-arch"),
-    (r"no module named|not installed|cannot import|import error|is not available", "install-missing"),
+    (r"no module named|not installed|cannot import|import error|is not available(?! on CPU)", "install-missing"),
     (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
     (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"hang|deadlock|timed out", "hang"),
     (r"version", "version-mismatch"),
@@ -71,7 +72,7 @@ def text_topics(*texts: str) -> tuple[str, ...]:
 def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
     """A catalogue or index message's kinds: its install kind, else its rules' kinds, else its own words."""
     if getattr(entry, "topic", ""):
-        return (entry.topic,)
+        return tuple(entry.topic)
     if getattr(entry, "install", ""):
         return (INSTALL_TOPICS.get(entry.install, "install-missing"),)
     linked = [t for rid in getattr(entry, "rules", ()) if rid in rules for t in rule_topics(rules[rid])]

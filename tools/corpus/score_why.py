@@ -20,12 +20,16 @@ FLAGS = {"gpu": "--gpu", "torch": "--torch", "cuda": "--cuda", "cudnn": "--cudnn
          "flash_attn_3": "--flash-attn-3", "flash_attn_4": "--flash-attn-4", "te": "--te",
          "cudnn_frontend": "--cudnn-frontend", "driver": "--driver"}
 TARGETS = {
-    "torch": ("torch", "pytorch"), "flash_attn": ("flash-attn", "flash_attn", "flashattention", "flash attention"),
+    "torch": ("torch", "pytorch"),
+    "flash_attn": ("flash-attn", "flash_attn", "flashattention", "flash attention", "flash-attention"),
     "cudnn": ("cudnn",), "transformer_engine": ("transformerengine", "transformer-engine", "transformer_engine", "te "),
     "transformers": ("transformers",), "vllm": ("vllm",), "sglang": ("sglang",), "triton": ("triton",),
     "xformers": ("xformers",), "cudnn_frontend": ("cudnn-frontend", "cudnn_frontend"), "cuda": ("cuda",),
-    "driver": ("driver",),
+    "driver": ("driver",), "cuda_toolkit_(nvcc)": ("nvcc", "cuda toolkit"),
 }
+for _n in ("2", "3", "4"):
+    TARGETS[f"flash_attn_{_n}"] = TARGETS["flash_attn"]
+TARGETS["cudnn_fe"] = TARGETS["cudnn"] + TARGETS["cudnn_frontend"]
 ACTIONS = {"upgrade": ("upgrade", "install", "fixed in", ">="), "downgrade": ("downgrade", "<", "pin"),
            "install": ("install",), "reinstall": ("reinstall", "rebuild", "build from source", "--no-build-isolation",
                                                   "matching", "built for"),
@@ -61,7 +65,8 @@ def fix_right(case_fix: dict | None, fixes: list[str]) -> bool | None:
     if not case_fix:
         return None
     target = str(case_fix.get("target", "")).lower()
-    names = TARGETS.get(target.replace("-", "_"), (target, target.replace("_", "-"), target.replace("-", "_")))
+    names = TARGETS.get(target.replace("-", "_").replace(" ", "_"),
+                        (target, target.replace("_", "-"), target.replace("-", "_")))
     words = ACTIONS.get(case_fix.get("action", ""), ())
     for fix in fixes:
         text = norm(fix)

@@ -131,6 +131,10 @@ def entry_id(library: str, template: str) -> str:
     return f"{library}-{digest}"
 
 
+QUOTES = "`'\""
+"""Quotes around a value in a message (`sdpa`): people quote the message without them as often as with them."""
+
+
 def pattern_of(parts: list) -> tuple[str, dict]:
     """A regex that finds the printed message, each placeholder a named group."""
     seen: dict = {}
@@ -138,7 +142,14 @@ def pattern_of(parts: list) -> tuple[str, dict]:
     facts = {}
     for i, p in enumerate(parts):
         if p[0] == LIT:
-            out.append(re.escape(p[1]).replace("\\ ", " "))
+            text, head, tail = p[1], "", ""
+            if i + 2 < len(parts) and parts[i + 1][0] != LIT and parts[i + 2][0] == LIT and text[-1:] in QUOTES \
+                    and parts[i + 2][1].startswith(text[-1]):
+                text, tail = text[:-1], re.escape(text[-1]) + "?"
+            if i >= 2 and parts[i - 1][0] != LIT and parts[i - 2][0] == LIT and text[:1] in QUOTES \
+                    and parts[i - 2][1].endswith(text[0]):
+                text, head = text[1:], re.escape(text[0]) + "?"
+            out.append(head + re.escape(text).replace("\\ ", " ") + tail)
             continue
         name, spec = p[1], p[2]
         base = re.sub(r"[^0-9a-zA-Z_]", "_", name)

@@ -22,6 +22,12 @@ _ATTN_FUNCS = re.compile(r"(flash|flex|sdpa|attn|attention|cudnn|xformers)", re.
 _ATTN_TEXT = re.compile(r"(attention|attn|flash|flex|sdpa|fa3|fa4|flashinfer|flashmla|head.?dim|head.?size|"
                         r"kv.?cache|backend|triton|cudnn|sliding|window|softcap|mla)", re.I)
 
+_HF_MODELS = (r"^transformers/models/(llama|mistral|mixtral|qwen2|qwen2_moe|qwen2_vl|qwen2_5_vl|qwen3|qwen3_moe|gemma|"
+              r"gemma2|gemma3|phi|phi3|starcoder2|falcon|gpt_neox|gpt2|whisper|wav2vec2|bert|clip|siglip|olmo|"
+              r"cohere|mllama|llava|deepseek_v3|idefics2|jamba|bart|t5)/modeling_[^/]+\.py$")
+"""The model families most threads run; their modeling files print the attention-implementation warnings
+(SDPA falling back for output_attentions, sliding windows not implemented for sdpa)."""
+
 # Each source: library, repo (upstream, for citation), how to read it, and which paths count.
 # `library` may be a function of the path where one repository holds several libraries.
 
@@ -54,7 +60,8 @@ SOURCES = [
         "include": [r"^transformer_engine/pytorch/attention/.*\.py$", r"^transformer_engine/pytorch/attention\.py$",
                     r"^transformer_engine/pytorch/dot_product_attention/.*\.py$",
                     r"^transformer_engine/common/fused_attn/[^/]+\.(cpp|cu|h)$",
-                    r"^transformer_engine/pytorch/utils\.py$"],
+                    r"^transformer_engine/pytorch/utils\.py$", r"^transformer_engine/common/__init__\.py$",
+                    r"^transformer_engine/pytorch/__init__\.py$"],
     },
     {
         "name": "cudnn-frontend", "repo": "NVIDIA/cudnn-frontend", "git": "NVIDIA+cudnn-frontend",
@@ -92,8 +99,11 @@ SOURCES = [
         "library": lambda p, ref="": "transformers",
         "include": [r"^transformers/integrations/[^/]*(attention|attn)[^/]*\.py$",
                     r"^transformers/modeling_flash_attention_utils\.py$", r"^transformers/utils/import_utils\.py$",
-                    r"^transformers/modeling_utils\.py$", r"^transformers/masking_utils\.py$"],
-        "scope": {r"^transformers/(utils/import_utils|modeling_utils|masking_utils)\.py$": _ATTN_FUNCS},
+                    r"^transformers/modeling_utils\.py$", r"^transformers/masking_utils\.py$",
+                    r"^transformers/configuration_utils\.py$", _HF_MODELS],
+        "scope": {r"^transformers/(utils/import_utils|modeling_utils|masking_utils|configuration_utils)\.py$":
+                  _ATTN_FUNCS},
+        "text": {_HF_MODELS: _ATTN_TEXT},
     },
     {
         "name": "vllm-wheels", "repo": "vllm-project/vllm", "wheels": "vllm-*", "library": lambda p, ref="": "vllm",
@@ -132,6 +142,8 @@ TEXT_BACKENDS = [
      {"transformers", "vllm", "sglang"}),
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
      {"transformers", "vllm", "sglang"}),
+    (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention", re.I),
+     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers"}),
 ]
 
 

@@ -1,0 +1,61 @@
+"""What surrounds a message tells which library's copy of it ran and which backend it is about: a framework's
+wrapper, a call frame, an autograd node, a placeholder's value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def why(cli, text: str, *flags: str) -> dict:
+    code, out, err = cli("why", text, "--no-here", "--format", "json", *flags)
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+def test_pytorch_wrapper_of_a_cudnn_frontend_message_points_at_sdpa_cudnn(cli):
+    text = ("RuntimeError: cuDNN Frontend error: s_kv not a multiple of 64 or d not a multiple of 64 is not supported "
+            "with cudnn version below 8.9.6")
+    assert why(cli, text)["cause"]["backends"] == ["sdpa-cudnn"]
+    bare = why(cli, text.replace("cuDNN Frontend error: ", ""))
+    assert "sdpa-cudnn" not in bare["cause"]["backends"] or len(bare["cause"]["backends"]) > 1
+
+
+def test_a_call_frame_picks_the_library_whose_copy_of_a_shared_message_ran(cli):
+    text = ('  File "/x/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", line 71, in '
+            "_flash_attn_backward\n    dq, dk, dv, softmax_d, = flash_attn_cuda.bwd(\n"
+            "RuntimeError: dout tensor must have contiguous last dimension")
+    cause = why(cli, text)["cause"]
+    assert cause["backends"] == ["flash-attn-2"] and cause["topics"] == ["layout"]
+    hopper = text.replace("flash_attn/flash_attn_interface.py", "hopper/flash_attn_interface.py").replace(
+        "flash_attn_cuda.bwd", "flash_attn_3_cuda.bwd")
+    assert why(cli, hopper)["cause"]["backends"] == ["flash-attn-3"]
+
+
+@pytest.mark.parametrize("node, backend", [("FusedAttnFuncBackward", "te-fused"),
+                                           ("ScaledDotProductEfficientAttentionBackward0", "sdpa-efficient")])
+def test_an_anomaly_mode_nan_names_the_backward_node_kernel(cli, node, backend):
+    doc = why(cli, f"RuntimeError: Function '{node}' returned nan values in its 2th output.")
+    assert doc["cause"]["id"] == "TORCH-ANOMALY-NAN" and doc["cause"]["topics"] == ["numerics"]
+    assert doc["cause"]["backends"] == [backend] and doc["config"]["train"] is True
+
+
+def test_an_extension_built_for_another_torch_is_both_kinds_of_problem(cli):
+    text = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 2.3.0+cu121 with CUDA 1201 (you have 2.1.0+cu121)")
+    cause = why(cli, text)["cause"]
+    assert cause["topics"] == ["install-abi", "version-mismatch"]
+    assert set(cause["backends"]) == {"sdpa-efficient", "flash-attn-2"}
+
+
+def test_a_placeholder_value_names_the_attention_implementation(cli):
+    doc = why(cli, "Sliding Window Attention is enabled but not implemented for sdpa; unexpected results may be "
+                   "encountered.")
+    assert "window" in doc["cause"]["topics"] and "sdpa-math" in doc["cause"]["backends"]
+
+
+def test_a_message_split_by_a_wrap_is_understood(cli):
+    doc = why(cli, "triton.runtime.errors.OutOfResources: out of resource: shared memory,\n"
+                   "Required: 98304, Hardware limit: 65536.\nReducing block sizes or `num_stages` may help.")
+    assert doc["cause"]["topics"] == ["shared-memory"] and doc["cause"]["backends"] == ["flex-attention"]
