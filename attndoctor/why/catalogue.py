@@ -13,7 +13,7 @@ from .literals import required_literals
 from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
 """The catalogue's file name in a rules folder; the rule loader skips it."""
 LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text", "python",
-             "pip", "xformers", "transformers", "triton")
+             "pip", "xformers", "transformers", "triton", "sam2", "llamafactory")
 KINDS = ("error", "warning", "log", "fact")
 PARSERS = ("te-config", "te-backends")
 INSTALL_KINDS = ("arch", "abi", "unreadable")

@@ -26,6 +26,9 @@ ERROR_LINE, LAST_ERROR = 0.3, 0.3
 """An error outranks a warning or log line about the same run, and the last error (the exception) the others."""
 """A library's own message, read from its source: it names its check, though no rule models it."""
 """A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
+REPEATED, REPEATED_MAX = 0.2, 0.6
+"""A message its line repeats (the reason every refused backend gives in one "No valid backend ... Reasons: {...}"
+line) beats one reason of one backend."""
 MESSAGE_ALONE = 1.5
 """Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
 a hypothesis, the message's own cause is what the text shows."""
@@ -260,6 +263,10 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         if entry.kind == "error":
             score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
         reasons = [f"line {hit.line} is this {entry.library} {entry.kind}"]
+        repeats = _repeats(entry, reading.lines[hit.line - 1]) if 0 < hit.line <= len(reading.lines) else 1
+        if repeats > 1:
+            score += min(REPEATED_MAX, REPEATED * (repeats - 1))
+            reasons.append(f"its line gives it {repeats} times")
         framed = set(reading.framed)
         backends = message_backends(entry, reading.framed or reading.backends)
         if framed and not framed & set(backends):
@@ -364,6 +371,12 @@ def message_backends(entry: Any, named: Sequence[str]) -> tuple[str, ...]:
 
     reach = set(entry.backends) | set(LIBRARY_BACKENDS.get(entry.library, ()))
     return tuple(b for b in named if b in reach) or tuple(entry.backends) or tuple(named)
+
+
+def _repeats(entry: Any, line: str) -> int:
+    """How many times a line holds an entry's message (by its required literal)."""
+    literals = [lit for lit, fold in (entry.literals or ()) if not fold and lit]
+    return max((line.count(lit) for lit in literals), default=1) or 1
 
 
 def _first_hits(hits: Iterable[Any]) -> list[Any]:

@@ -30,6 +30,15 @@ IMPLEMENTATIONS = {"sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-
                    "flash_attention_2": ("flash-attn-2",), "flash_attention_3": ("flash-attn-3",),
                    "flex_attention": ("flex-attention",)}
 """transformers' attn_implementation values, as a message's placeholder prints them ("... not implemented for sdpa")."""
+PACKAGE_BACKENDS = {"flash-attn": ("flash-attn-2",), "flash_attn": ("flash-attn-2",),
+                    "flash-attn-3": ("flash-attn-3",), "flash_attn_3": ("flash-attn-3",),
+                    "flash-attn-4": ("flash-attn-4",), "flash_attn_4": ("flash-attn-4",),
+                    "transformer-engine": ("te-flash", "te-fused", "te-unfused"),
+                    "transformer_engine": ("te-flash", "te-fused", "te-unfused"),
+                    "nvidia-cudnn-frontend": ("cudnn-fe",), "xformers": ("sdpa-efficient", "flash-attn-2")}
+"""Distribution names a message's package placeholders print (pip's "X requires Y, but you have Y ..."), and the
+backends they ship."""
+PACKAGE_GROUPS = ("package", "requirement", "installed")
 TE_MASKS = {"no_mask": "none", "causal": "causal", "padding": "padding", "padding_causal": "padding-causal",
             "causal_bottom_right": "causal-bottom-right", "padding_causal_bottom_right": "padding-causal-bottom-right",
             "arbitrary": "arbitrary"}
@@ -157,8 +166,9 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
         for backend in entry.backends:
             if entry.kind != "fact" and backend not in backends and len(entry.backends) == 1:
                 backends.append(backend)
-        for value in hit.groups.values():
-            named = IMPLEMENTATIONS.get(value.strip("`'\" ").lower(), ())
+        for group, value in hit.groups.items():
+            named = IMPLEMENTATIONS.get(value.strip("`'\" ").lower(), ()) or (
+                PACKAGE_BACKENDS.get(value.lower(), ()) if group in PACKAGE_GROUPS else ())
             backends.extend(b for b in named if b not in backends)
             framed.extend(b for b in named if b not in framed)
         for group, target in entry.facts.items():

@@ -38,13 +38,18 @@ class WhyAnswer(NamedTuple):
 
     @property
     def ambiguous(self) -> bool:
-        """The best candidates are different kinds of problem (a head dim, a broken install...) and the text cannot
-        tell which; candidates of one kind on several backends (flash-attn 2 and 3 refusing sm75) are one answer."""
+        """The best candidates are different kinds of problem (a head dim, a broken install...), or known bugs of
+        different backends, and the text cannot tell which; refusals of one kind on several backends (flash-attn 2 and
+        3 refusing sm75) are one answer."""
         cause = self.cause
         if cause is None:
             return False
         known = set(cause.topics) - {"other"}
-        return bool(known) and any(set(c.topics) - {"other"} and not set(c.topics) & known for c in self.alternatives)
+        if known and any(set(c.topics) - {"other"} and not set(c.topics) & known for c in self.alternatives):
+            return True
+        return cause.kind == "advisory" and any(
+            c.kind == "advisory" and c.backends and cause.backends and not set(c.backends) & set(cause.backends)
+            for c in self.alternatives)
 
     @property
     def verdict(self) -> str:

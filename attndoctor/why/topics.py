@@ -28,17 +28,17 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
      "gpu-arch"),
     (r"\bdtype|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2", "fp8"),
-    (r"causal|attn_mask|mask", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
+    (r"causal|attn_mask|mask|block sparsity|sparse_block_size", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
     (r"alibi|\bbias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads", "gqa"),
     (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
-    (r"paged|block_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b", "varlen"),
+    (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
     (r"undefined symbol|ABI|was compiled against|built for", "install-abi"),
     (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not", "install-arch"),
     (r"no module named|not installed|cannot import|import error|is not available(?! on CPU)", "install-missing"),
     (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
     (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"hang|deadlock|timed out", "hang"),
-    (r"version", "version-mismatch"),
+    (r"version(?! v?\d+(?:\.\d+)* onwards)", "version-mismatch"),
 ))
 
 
@@ -54,7 +54,7 @@ def rule_topics(rule: Any) -> tuple[str, ...]:
     if "installed(" in text:
         out.append("install-missing")
     packages = (names | set(getattr(rule, "when", {}) or {})) & PACKAGES
-    if getattr(rule, "effect", "") == "api-mismatch" or len(packages - {"cudnn_compiled"}) >= 2 and not out:
+    if getattr(rule, "effect", "") == "api-mismatch" or len(packages - {"cudnn_compiled"}) >= 2:
         out.append("version-mismatch")
     if getattr(rule, "data", ()) or getattr(rule, "effect", "") == "wrong-results":
         out.append("numerics")

@@ -77,6 +77,11 @@ def simplify(expr: str) -> str:
     return name
 
 
+NAME_VALUE = r"[\w.:+\-]+"
+"""A dtype, device, version or backend name; MSVC builds print c10 types as "struct c10::Half", hence the optional
+word before it, outside the group."""
+
+
 def subpattern(name: str, spec: str) -> str:
     """Each placeholder must match what the library prints there, no more and no less."""
     spec = spec or ""
@@ -91,7 +96,7 @@ def subpattern(name: str, spec: str) -> str:
     if _INT_HINTS.search(name) and not _NAME_HINTS.search(name) and not re.search(r"shape|sizes|list|tuple", name):
         return r"-?\d+"
     if _NAME_HINTS.search(name):
-        return r"[\w.:+\-]+"
+        return NAME_VALUE
     return r".*?"
 
 
@@ -166,7 +171,7 @@ def pattern_of(parts: list) -> tuple[str, dict]:
         last = i == len(parts) - 1
         if last and sub == r".*?":
             sub = r".*"
-        out.append(f"(?P<{group}>{sub})")
+        out.append(("(?:struct |class )?" if sub == NAME_VALUE else "") + f"(?P<{group}>{sub})")
     if parts and parts[-1][0] == LIT and len(parts[-1][1].strip()) >= 2 and re.search(r"[^.]\.$", parts[-1][1]):
         out[-1] = out[-1] + "?"  # pasted messages often lose the final period
     return "".join(out), facts

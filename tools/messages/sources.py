@@ -7,7 +7,7 @@ import re
 CACHE = os.environ.get("MESSAGES_CACHE", "/work/cache")
 MIRROR = os.environ.get("MESSAGES_MIRROR", "/work/.mirror")
 
-FA_TAGS = ["v2.0.9", "v2.1.2", "v2.2.5", "v2.3.6", "v2.4.2", "v2.5.9", "v2.6.3", "v2.7.4", "v2.8.3"]
+FA_TAGS = ["v1.0.9", "v2.0.9", "v2.1.2", "v2.2.5", "v2.3.6", "v2.4.2", "v2.5.9", "v2.6.3", "v2.7.4", "v2.8.3"]
 FA4_TAGS = ["fa4-v4.0.0.beta0", "fa4-v4.0.0.beta5", "fa4-v4.0.0.beta10", "fa4-v4.0.0.beta15",
             "fa4-v4.0.0.beta20", "fa4-v4.0.0.beta27"]
 TE_TAGS = ["v1.0", "v1.3", "v1.6", "v1.9", "v1.11", "v1.13", "v2.0", "v2.2", "v2.4", "v2.6", "v2.8", "v2.10",
@@ -47,7 +47,7 @@ SOURCES = [
     {
         "name": "flash-attention", "repo": "Dao-AILab/flash-attention", "git": "Dao-AILab+flash-attention",
         "refs": FA_TAGS + FA4_TAGS, "library": fa_library,
-        "include": [r"^setup\.py$", r"^hopper/setup\.py$", r"^csrc/flash_attn/flash_api\.cpp$", r"^flash_attn/[^/]+\.py$", r"^hopper/[^/]+\.(cpp|py)$",
+        "include": [r"^setup\.py$", r"^hopper/setup\.py$", r"^csrc/flash_attn/flash_api\.cpp$", r"^csrc/flash_attn/fmha_api\.cpp$", r"^flash_attn/[^/]+\.py$", r"^hopper/[^/]+\.(cpp|py)$",
                     r"^flash_attn/cute/[^/]+\.py$"],
     },
     {
@@ -106,6 +106,12 @@ SOURCES = [
         "text": {_HF_MODELS: _ATTN_TEXT},
     },
     {
+        "name": "diffusers-wheels", "repo": "huggingface/diffusers", "wheels": "diffusers-*",
+        "library": lambda p, ref="": "diffusers",
+        "include": [r"^diffusers/models/attention_dispatch\.py$", r"^diffusers/models/attention_processor\.py$",
+                    r"^diffusers/models/attention\.py$"],
+    },
+    {
         "name": "vllm-wheels", "repo": "vllm-project/vllm", "wheels": "vllm-*", "library": lambda p, ref="": "vllm",
         "include": [r"^vllm/attention/selector\.py$", r"^vllm/platforms/cuda\.py$",
                     r"^vllm/attention/backends/[^/]+\.py$", r"^vllm/v1/attention/backends/[^/]+\.py$",
@@ -135,15 +141,15 @@ TEXT_BACKENDS = [
     (re.compile(r"FusedAttention|fused[_ ]attn|fused attention|cuDNN", re.I), "te-fused", {"transformer-engine"}),
     (re.compile(r"UnfusedDotProductAttention|unfused", re.I), "te-unfused", {"transformer-engine"}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|hopper", re.I), "flash-attn-3",
-     {"transformers", "vllm", "sglang"}),
+     {"transformers", "vllm", "sglang", "diffusers"}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?4|\bFA[_ -]?(version )?4\b", re.I), "flash-attn-4",
-     {"transformers", "vllm", "sglang"}),
+     {"transformers", "vllm", "sglang", "diffusers"}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?2|\bFA[_ -]?(version )?2\b", re.I), "flash-attn-2",
-     {"transformers", "vllm", "sglang"}),
+     {"transformers", "vllm", "sglang", "diffusers"}),
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
-     {"transformers", "vllm", "sglang"}),
-    (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention", re.I),
-     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers"}),
+     {"transformers", "vllm", "sglang", "diffusers"}),
+    (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention|native attention", re.I),
+     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers"}),
 ]
 
 
@@ -192,7 +198,7 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
             for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient")):
                 if key in fn:
                     return [b]
-    elif library in ("transformers", "vllm", "sglang"):
+    elif library in ("transformers", "vllm", "sglang", "diffusers"):
         for rx, names, libs in TEXT_BACKENDS:
             if library in libs and rx.search(template):
                 return names.split(",")
