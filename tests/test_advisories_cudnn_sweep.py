@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from attndoctor.engine.expr import VARIABLES
+from attndoctor.engine.expr import FUNCTIONS, VARIABLES
 from attndoctor.engine.rules import EVIDENCE
 
 RULES = Path(__file__).resolve().parents[1] / "rules" / "advisories_cudnn_sweep.toml"
@@ -35,7 +35,7 @@ def test_conditions_use_only_known_variables():
     rules = tomllib.loads(RULES.read_text())["rule"]
     for rule in rules:
         text = re.sub(r"'[^']*'", "", rule.get("condition", ""))
-        names = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", text)) - {"and", "or", "not", "in", "env"}
+        names = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", text)) - {"and", "or", "not", "in"} - set(FUNCTIONS)
         assert names <= set(VARIABLES), (rule["id"], names - set(VARIABLES))
 
 
