@@ -277,7 +277,7 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             reasons.append(f"it is about {', '.join(backends)}, the text about {', '.join(sorted(named))}")
         fixes = (entry.fix,) if entry.fix else tuple(dict.fromkeys(
             f.describe() for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if f.value_node is None)) \
-            or (generic_fix(entry, topics),)
+            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends))))
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=tuple(reasons), title=entry.meaning,
@@ -351,11 +351,33 @@ FIX_BY_TOPIC = {
 }
 
 
-def generic_fix(entry: Any, topics: Sequence[str]) -> str:
+ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s))((?:please\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
+                    r"pass|specify|enable|disable|switch to|downgrade|update|call)\b[^.!]{8,200}[.!]?|"
+                    r"this warning can be removed (?:by|using)[^.!]{8,200}[.!]?)", re.I)
+"""A sentence of a message that tells the user what to do ("Please set your attention to `eager` ...")."""
+BACKEND_FIXES = {
+    ("shared-memory", "flex-attention"): "pass smaller tiles to flex_attention: kernel_options={'BLOCK_M': 32, "
+    "'BLOCK_N': 32, 'num_stages': 1} (or compile it with mode='max-autotune' so autotuning picks tiles that fit), or use "
+    "a GPU with more shared memory per block",
+}
+"""Fixes that only one backend's users can apply, by kind of problem and backend."""
+
+
+def own_advice(lines: Sequence[str], number: int) -> tuple[str, ...]:
+    """What the message itself tells the user to do, from its line and the next (a message's advice often wraps)."""
+    text = " ".join(line.strip() for line in lines[max(0, number - 1):number + 1])
+    return tuple(f"as the message says: {m.group(1).strip()}" for m in ADVICE.finditer(text))[:2]
+
+
+def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = ()) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 
     library = LABELS.get(entry.library, entry.library)
+    for topic in topics:
+        for backend in backends:
+            if (topic, backend) in BACKEND_FIXES:
+                return BACKEND_FIXES[topic, backend]
     for topic in topics:
         if topic in FIX_BY_TOPIC:
             return FIX_BY_TOPIC[topic].format(library=library)
