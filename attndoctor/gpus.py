@@ -24,6 +24,10 @@ _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
 _COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
 """How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
+_OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|rocm|intel|arc [ab]\d{3}|"
+                           r"gaudi\d?|apple|mps)\b", re.I)
+"""Names of GPUs of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple): told apart from an
+unknown NVIDIA name, whose nearest known names help."""
 _WORD = re.compile(r"[a-z]+|\d+")
 _SM_WORD = re.compile(r"\b(?:sm|compute)[_\- ]?(\d{2,3})[af]?\b", re.I)
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
@@ -323,6 +327,8 @@ def resolve_gpu(text: str) -> tuple[str, int]:
             raise UsageError(f"GPU {raw!r} names an architecture of several compute capabilities ({options}); "
                              "give the GPU's name (e.g. B200, RTX 5090) or one of them")  # callers that can sweep ask arch_family first
     shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    if _OTHER_VENDOR.search(raw):
+        raise UsageError(f"GPU {shown!r} is not an NVIDIA GPU; attndoctor's rules cover NVIDIA GPUs (CUDA) only")
     nearest = nearest_gpu_names(raw[:100]) if raw else []
     if nearest:
         raise UsageError(f"unknown GPU {shown!r}; nearest known: {', '.join(nearest)}; or an architecture such as "

@@ -303,3 +303,9 @@ def test_an_architecture_written_beside_its_compute_capability(text: str, expect
 def test_a_contradictory_or_empty_name_stays_unknown(text: str) -> None:
     with pytest.raises(UsageError):
         resolve_gpu(text)
+
+
+@pytest.mark.parametrize("text", ["MI350X", "AMD Radeon RX 9070 (gfx1201)", "AMD Instinct MI300X", "Intel Arc A770"])
+def test_another_vendor_gpu_is_named_as_such(text: str) -> None:
+    with pytest.raises(UsageError, match="not an NVIDIA GPU"):
+        resolve_gpu(text)

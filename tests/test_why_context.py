@@ -59,3 +59,23 @@ def test_a_message_split_by_a_wrap_is_understood(cli):
     doc = why(cli, "triton.runtime.errors.OutOfResources: out of resource: shared memory,\n"
                    "Required: 98304, Hardware limit: 65536.\nReducing block sizes or `num_stages` may help.")
     assert doc["cause"]["topics"] == ["shared-memory"] and doc["cause"]["backends"] == ["flex-attention"]
+
+
+def test_a_failure_that_names_no_reason_is_explained_by_the_refusal_the_facts_meet(cli):
+    text = "Failed to build SDPA graph, error msg: No valid engine configs for Matmul_2_24_46_25_Reduction_39_26"
+    on_t4 = why(cli, text, "--gpu", "T4")
+    assert on_t4["cause"]["id"] == "CUDNN-FE-ARCH" and on_t4["cause"]["topics"] == ["gpu-arch"]
+    on_h100 = why(cli, text, "--gpu", "H100")
+    assert on_h100["cause"] is None or on_h100["cause"]["id"] != "CUDNN-FE-ARCH"
+
+
+def test_a_pip_conflict_names_both_packages_backends(cli):
+    doc = why(cli, "transformer-engine 0.10.0+96ed6fc requires flash-attn<=1.0.7,>=1.0.6, but you have flash-attn 2.0.4 "
+                   "which is incompatible.")
+    assert doc["cause"]["id"] == "PIP-REQUIREMENT-CONFLICT" and doc["cause"]["topics"] == ["version-mismatch"]
+    assert {"te-flash", "flash-attn-2"} <= set(doc["cause"]["backends"])
+
+
+def test_a_bare_illegal_memory_access_is_ambiguous_between_backends_bugs(cli):
+    doc = why(cli, "RuntimeError: CUDA error: an illegal memory access was encountered.")
+    assert doc["verdict"] == "ambiguous"

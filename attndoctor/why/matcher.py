@@ -202,19 +202,26 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             if finding.applies is not False:
                 found.setdefault(finding.id, (finding, verdict))
     named = set(reading.backends)
+    bare = _bare_failures(reading, {r.id: r for r in rules})
     out: list[Candidate] = []
     for rule in rules:
         sim = similarity.score(rule.id, windows)
         pair = found.get(rule.id)
         blocking_here = bool(pair and named & set(rule.backends) and sim >= CONSIDER_AT / 2
                              and (pair[0].blocking or pair[0].advisory))
-        if rule.id not in linked and sim < CONSIDER_AT and not blocking_here:
+        refused = sorted({hit for b in rule.backends for hit in bare.get(b, ())}) if (
+            pair and pair[0].applies is True and pair[0].blocking and not rule.advisory) else []
+        if rule.id not in linked and sim < CONSIDER_AT and not blocking_here and not refused:
             continue
         score, reasons = 0.0, []
         if rule.id in linked:
             score += LINK
             lines = sorted(set(linked[rule.id]))
             reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} comes from it")
+        elif refused:
+            score += LINK - 0.2 * min(rank for _, rank in refused)
+            reasons.append(f"line {refused[0][0]} is a failure of {', '.join(rule.backends)} that names no reason, and "
+                           "this refusal holds for the facts")
         named_too = sorted(v for v in specifics.get(rule.id, ()) if v in rule.symptom)
         if named_too:
             score += SPECIFIC
@@ -393,6 +400,22 @@ def message_backends(entry: Any, named: Sequence[str]) -> tuple[str, ...]:
 
     reach = set(entry.backends) | set(LIBRARY_BACKENDS.get(entry.library, ()))
     return tuple(b for b in named if b in reach) or tuple(entry.backends) or tuple(named)
+
+
+def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tuple[int, int]]]:
+    """backend -> (line, rank) of the errors about it that say nothing more specific ("No valid engine configs for
+    ...", "cudnnFinalize Failed"), rank 0 for the backend the message is first about: where the facts make the backend
+    refuse the config, that refusal is their cause."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for hit in reading.hits:
+        entry = hit.entry
+        if entry.kind != "error" or entry.rules or entry.install or entry.fix:
+            continue
+        if entry_topics(entry, rules) != ("other",):
+            continue
+        for rank, backend in enumerate(message_backends(entry, reading.framed or reading.backends)):
+            out.setdefault(backend, []).append((hit.line, rank))
+    return out
 
 
 def _repeats(entry: Any, line: str) -> int:
