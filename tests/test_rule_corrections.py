@@ -177,3 +177,51 @@ def test_a_rule_read_only_from_wheel_strings_is_marked_inferred():
 def test_te_12_to_16_post_scale_bias_only_on_sm90_even_with_cudnn9(te, gpu, runs):
     v = verdict(dict(BASE, mask="causal", bias="post-scale"), te_env(te, gpu, cudnn="9.0.0"), "te-fused")
     assert (v.supported is True) is runs, (v.status, applied(v))
+
+
+# ---------------------------------------------------------------- TE FP8 fused attention: Hopper training split from 2.8
+
+@pytest.mark.parametrize(("te", "hdim", "refused", "advisory"), [
+    ("2.5", 64, False, True),     # the gate admits it; the FP8 backward fails at run time
+    ("2.7", 256, False, True),
+    ("2.8", 64, True, False),     # is_training reaches the FP8 clause: d = 128 only
+    ("2.9", 256, True, False),
+    ("2.8", 128, False, False),
+])
+def test_te_fp8_hopper_training_head_dim_refused_from_28(te, hdim, refused, advisory):
+    cfg = dict(hdim=hdim, heads=16, seqlen=4096, dtype="fp8", train=True, mask="causal", layout="bshd")
+    v = verdict(cfg, {"gpu": "H100", "te": te, "cudnn": "9.8.0"}, "te-fused")
+    assert ("TE-FUSED-FP8-SHAPE" in applied(v)) is refused, applied(v)
+    assert ("ADV-TE-FUSED-FP8-HOPPER-BWD-HDIM-NOT-128" in applied(v)) is advisory, applied(v)
+    inference = verdict(dict(cfg, train=False), {"gpu": "H100", "te": te, "cudnn": "9.8.0"}, "te-fused")
+    assert "TE-FUSED-FP8-SHAPE" not in applied(inference)
+
+
+# ---------------------------------------------------------------- cudnn-frontend Hopper backward head-dim pairs per release
+
+@pytest.mark.parametrize(("fe", "cudnn", "hdim", "hdim_v", "refused"), [
+    ("1.14.1", "9.11.0", 160, 96, True),
+    ("1.14.1", "9.12.0", 160, 96, True),
+    ("1.14.1", "9.13.0", 160, 96, False),   # 1.14.1 bounds the check to cuDNN below 9.13
+    ("1.14.0", "9.13.0", 160, 96, True),    # 1.14.0 has no upper bound
+    ("1.14.1", "9.11.0", 192, 96, False),   # Q/K 192 passes the (d_v != 128) && (d_qk != 192) test
+    ("1.14.0", "9.11.0", 192, 96, False),
+    ("1.14.1", "9.11.0", 160, 128, False),
+    ("1.14.1", "9.11.0", 192, 128, False),
+    ("1.14.0", "9.11.0", 192, 128, False),
+    ("1.13.0", "9.10.2", 192, 96, True),    # 1.13.0: unequal pairs above 128 only as 192/128, any cuDNN
+    ("1.13.0", "9.10.2", 256, 128, True),
+    ("1.13.0", "9.10.2", 192, 128, False),
+    ("1.13.0", "9.10.2", 256, 256, False),
+    ("1.12.1", "9.11.0", 160, 96, False),   # no pair check before 1.13.0
+])
+def test_cudnn_fe_hopper_backward_pairs_per_frontend(fe, cudnn, hdim, hdim_v, refused):
+    cfg = dict(hdim=hdim, hdim_v=hdim_v, heads=16, seqlen=4096, dtype="bf16", train=True)
+    v = verdict(cfg, {"gpu": "H100", "cudnn": cudnn, "cudnn_frontend": fe}, "cudnn-fe")
+    assert ("CUDNN-FE-HDIM-BWD-HOPPER-PAIRS" in applied(v)) is refused, (v.status, applied(v))
+    assert (v.status == "unsupported") is refused, (v.status, applied(v))
+
+
+def test_cudnn_fe_hopper_pairs_stay_on_the_backend_whose_frontend_is_known():
+    rule = next(r for r in load_rulebase().rules if r.id == "CUDNN-FE-HDIM-BWD-HOPPER-PAIRS")
+    assert tuple(rule.backends) == ("cudnn-fe",)
