@@ -82,3 +82,9 @@ def test_depends_stays_where_releases_differ(cli):
                        "2048", "--dtype", "bf16", "--train", "--backend", "te-fused", "--format", "json")
     v = json.loads(out)["results"][0]["verdicts"][0]
     assert v["status"] == "depends" and v["runs_where"]
+
+
+def test_a_package_without_modelled_releases_never_reads_as_no_release_runs_it(cli):
+    code, out, _ = cli("explain", "--backend", "cudnn-fe", "--hdim", "192", "--hdim-v", "128", "--cudnn", "9.5.0",
+                       "--gpu", "H100", "--train", "--dtype", "bf16")
+    assert "no cudnn_frontend release runs it" not in out and "depends" in out

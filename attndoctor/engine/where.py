@@ -49,6 +49,8 @@ def where_it_runs(evaluator: Judge, verdict: Any, config: AttentionConfig,
         return ()
     backend = verdict.backend
     axis = next((p for p in SWEEP.get(backend.id, ()) if env.versions.get(p) is None), "")
+    if axis and not RELEASES.get(axis):
+        return ()  # no releases of it are modelled: nothing to say where it runs, and never "no release runs it"
     gpus = ((env.gpu,) if env.sm is not None else tuple(f"sm{sm}" for sm in env.archs) if getattr(env, "archs", None)
             else REFERENCE_GPUS)
     # An unknown dtype is split into its cases: no single rule sees that fp32 and fp16 are each refused elsewhere.
