@@ -148,9 +148,8 @@ def _findings(kind_results: Sequence[tuple[KindPlan, Any]], common: Sequence[str
             if stuck:
                 out.append(_stuck(framework, kind, result, others, common))
                 continue
-            fast = [b for b in others]
-            fixes = []
-            for b in fast:
+            fixes = [kind.fixes[framework]] if framework in kind.fixes else []
+            for b in others:
                 verdict = next((v for v in result.all_verdicts if v.backend.id == b), None)
                 if verdict is not None and verdict.fix is not None:
                     fixes.append(f"{verdict.fix.describe()} (lets {b} run the {kind.label} layers)")

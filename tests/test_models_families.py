@@ -160,6 +160,7 @@ def test_plan_names_the_math_fallback_and_its_score_buffer(cli):
     assert finding["kind"] == "local (sliding window)" and finding["others"] == ["sdpa-flash"]
     assert finding["math_score_bytes"] == 2 * 16 * 8192 * 8192 * 4
     assert "flash-attn-3" in finding["fix"]
+    assert finding["fix"].startswith("upgrade PyTorch") and "lets sdpa-efficient run it" in finding["fix"]
     assert "flash-attn-3" in plan["backends_for_every_kind"]
     global_pytorch = next(r for r in plan["kinds"][1]["runs"] if r["framework"] == "pytorch")
     assert global_pytorch["fix"] is None  # sdpa-flash already runs it
