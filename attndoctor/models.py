@@ -119,10 +119,52 @@ class _Kind:
     window_origin: str
     mask: str | None = None
     mask_origin: str = ""
+    layers: list[int] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+    field_origin: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KindReading:
+    """One attention kind of a model: its config, the layers that run it, and what the config says of them."""
+
+    label: str
+    config: AttentionConfig
+    layers: tuple[int, ...]
+    notes: tuple[str, ...] = ()
+    tower: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.config.name, "layers": list(self.layers),
+                "layer_count": len(self.layers), "notes": list(self.notes), "tower": self.tower or None}
+
+
+@dataclass
+class ModelReading:
+    """What a config.json says of every layer: the attention kinds, and the layers no attention backend runs."""
+
+    name: str
+    file: str
+    model_type: str
+    layers: int | None
+    kinds: list[KindReading]
+    skipped: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    skipped_origin: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def configs(self) -> list[AttentionConfig]:
+        return [k.config for k in self.kinds]
 
 
 def configs_from_model(path: str | Path, *, seqlen: int | None = None) -> list[AttentionConfig]:
     """One AttentionConfig per attention kind in a Hugging Face config.json (or a folder holding one)."""
+    return read_model(path, seqlen=seqlen).configs
+
+
+def read_model(path: str | Path, *, seqlen: int | None = None) -> ModelReading:
+    """Every attention kind of a model's config.json with its layers, plus the layers that run no softmax attention."""
     file, doc, text = _load(path)
     src = _language_config(file, doc)
     name = _model_name(path, file, doc, src)
@@ -139,23 +181,38 @@ def configs_from_model(path: str | Path, *, seqlen: int | None = None) -> list[A
             f"model_type {src.model_type}: a decoder, causal mask" if src.model_type else "a decoder, causal mask")
     _softcap(src, common, origin)
     _alibi(src, common, origin)
+    _sinks(src, common, origin)
     _seqlen(src, seqlen, common, origin)
 
-    kinds = _kinds(src, encoder)
-    out = []
+    skipped: dict[str, list[int]] = {}
+    kinds = _kinds(src, encoder, skipped)
+    _per_kind_dims(src, kinds)
+    _kv_sharing(src, kinds)
+    _nope(src, kinds)
+    notes = _sparse_indexer(src, kinds, common.get("seqlen"))
+    multi = len(kinds) > 1
+    out: list[KindReading] = []
     for kind in kinds:
-        values = dict(common)
-        kind_origin = dict(origin)
+        values = {**common, **kind.fields}
+        kind_origin = {**origin, **kind.field_origin}
         if kind.window is not None:
             values["window"] = kind.window
         kind_origin["window"] = kind.window_origin
         if kind.mask:
             values["mask"], kind_origin["mask"] = kind.mask, kind.mask_origin
-        values["name"] = f"{name} {kind.label}" if len(kinds) > 1 and kind.label else name
+        values["name"] = f"{name} {kind.label}" if multi and kind.label else name
         values["origin"] = kind_origin
         line = _key_line(text, kind.window_origin) or _key_line(text, kind.mask_origin) or 1
-        out.append(make_config(values, where=file)._replace(source=(file, line)))
-    return out
+        config = make_config(values, where=file)._replace(source=(file, line))
+        out.append(KindReading(kind.label or "all layers", config, tuple(kind.layers), tuple(kind.notes)))
+    out.extend(_vision_towers(file, doc, text, name, common, origin))
+    layer_types_key = f"{src.prefix}layer_types"
+    if src.data.get("layer_types") is None and src.data.get("full_attention_interval") is not None:
+        every = src.data["full_attention_interval"]
+        layer_types_key = f"{src.prefix}full_attention_interval={every} (layer_types absent)"
+    return ModelReading(name=name, file=file, model_type=src.model_type, layers=_layers(src), kinds=out,
+                        skipped={k: tuple(v) for k, v in skipped.items()},
+                        skipped_origin=layer_types_key if skipped else "", notes=notes)
 
 
 def _key_line(text: str, origin: str) -> int:
@@ -329,6 +386,10 @@ def _dtype(src: _Source, out: dict[str, Any], origin: dict[str, str]) -> None:
             if dtype is None:
                 origin["dtype"] = f"{prefix}{key}={value!r} is no attention dtype; unknown"
                 return
+            if dtype == "fp8":
+                origin["dtype"] = (f"{prefix}{key}={value!r}: the weights' storage format; attention runs in the "
+                                   f"activation dtype, unknown (give --dtype)")
+                return
             out["dtype"], origin["dtype"] = dtype, f"{prefix}{key} ({value})"
             if dtype == "fp32":
                 origin["dtype"] += ": the dtype the checkpoint is stored in; give --dtype if you run it in bf16/fp16"
@@ -400,14 +461,29 @@ def _sliding(label: str, size: int, origin: str, note: str) -> _Kind:
 
 
 def _spread(kinds: list[tuple[int, _Kind]]) -> list[_Kind]:
-    """Distinct kinds in the order their first layer appears."""
+    """Distinct kinds in the order their first layer appears, each with the layers of all its copies."""
     seen: dict[tuple[Any, ...], _Kind] = {}
     for _, kind in sorted(kinds, key=lambda item: item[0]):
-        seen.setdefault((kind.label, kind.window, kind.mask), kind)
+        first = seen.setdefault((kind.label, kind.window, kind.mask), kind)
+        if first is not kind:
+            first.layers.extend(kind.layers)
     return list(seen.values())
 
 
-def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
+def _every(layers: int | None, test: Any) -> list[int]:
+    return [] if layers is None else [i for i in range(layers) if test(i)]
+
+
+def _kinds(src: _Source, encoder: bool, skipped: dict[str, list[int]]) -> list[_Kind]:
+    """The attention kinds and their layers; layers that run no softmax attention go to `skipped`."""
+    kinds = _kinds_of(src, encoder, skipped)
+    layers = _layers(src)
+    if len(kinds) == 1 and not kinds[0].layers and layers is not None:
+        kinds[0].layers = list(range(layers))
+    return kinds
+
+
+def _kinds_of(src: _Source, encoder: bool, skipped: dict[str, list[int]]) -> list[_Kind]:
     p = src.prefix
     layers = _layers(src)
     mtype = src.model_type
@@ -418,9 +494,15 @@ def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
     else:
         use_sw_note = f"{p}use_sliding_window={str(use_sw).lower()}"
 
-    layer_types = src.data.get("layer_types")
+    layer_types, types_key = src.data.get("layer_types"), f"{p}layer_types"
+    interval = src.data.get("full_attention_interval")
+    if layer_types is None and interval is not None and layers is not None:
+        # transformers' Qwen3NextConfig: layer i is linear attention unless (i + 1) % full_attention_interval == 0
+        every = src.count("full_attention_interval", interval)
+        layer_types = ["linear_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+        types_key = f"{p}full_attention_interval={every} (layer_types absent)"
     if layer_types is not None:
-        return _from_layer_types(src, layer_types, use_sw, use_sw_note)
+        return _from_layer_types(src, layer_types, use_sw, use_sw_note, skipped, types_key)
 
     if mtype == "modernbert":
         local, local_key = src.get("local_attention")
@@ -442,8 +524,10 @@ def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
                 return [_sliding("", size, key, "gemma2: layer 0 uses the window")]
             n_local = None if layers is None else (layers + 1) // 2
             count = "" if layers is None else f" ({n_local} of {layers} layers)"
-            return [_sliding("local (sliding window)", size, key, f"gemma2: even layers 0, 2, 4, ...{count}"),
-                    _Kind("global", None, "gemma2: odd layers 1, 3, 5, ... have no window")]
+            local = _sliding("local (sliding window)", size, key, f"gemma2: even layers 0, 2, 4, ...{count}")
+            local.layers = _every(layers, lambda i: i % 2 == 0)
+            return [local, _Kind("global", None, "gemma2: odd layers 1, 3, 5, ... have no window",
+                                 layers=_every(layers, lambda i: i % 2 == 1))]
 
     pattern, pattern_key = src.first(("sliding_window_pattern", "_sliding_window_pattern"))
     if pattern is not None:
@@ -455,11 +539,14 @@ def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
             rule = f"layer i is local unless (i + 1) % {pattern} == 0 ({pattern_key}{count})"
             if pattern == 1:
                 return [_Kind("", None, f"{pattern_key} = 1: every layer is global, no window")]
-            kinds_at: list[tuple[int, _Kind]] = [(0, _sliding("local (sliding window)", size, key, rule))]
+            local = _sliding("local (sliding window)", size, key, rule)
+            local.layers = _every(layers, lambda i: (i + 1) % pattern != 0)
+            kinds_at: list[tuple[int, _Kind]] = [(0, local)]
             if layers is None or layers >= pattern:
                 count = "" if layers is None else f" ({n_global} of {layers} layers)"
                 kinds_at.append((pattern - 1, _Kind("global", None,
-                                                    f"every {pattern}th layer is global{count}, no window")))
+                                                    f"every {pattern}th layer is global{count}, no window",
+                                                    layers=_every(layers, lambda i: (i + 1) % pattern == 0))))
             return _spread(kinds_at)
 
     if mtype.startswith("llama4") and src.has("attention_chunk_size"):
@@ -467,8 +554,11 @@ def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
         chunk = src.count("attention_chunk_size", chunk)
         interval_raw, _ = src.get("no_rope_layer_interval")
         interval = 4 if interval_raw is None else src.count("no_rope_layer_interval", interval_raw)
-        return _spread([(0, _chunked(chunk, chunk_key, f"layers with (i + 1) % {interval} != 0")),
-                        (interval - 1, _Kind("global", None, f"every {interval}th layer (NoPE) is global"))])
+        chunked = _chunked(chunk, chunk_key, f"layers with (i + 1) % {interval} != 0")
+        chunked.layers = _every(layers, lambda i: (i + 1) % interval != 0)
+        return _spread([(0, chunked),
+                        (interval - 1, _Kind("global", None, f"every {interval}th layer (NoPE) is global",
+                                             layers=_every(layers, lambda i: (i + 1) % interval == 0)))])
 
     size, key = _window_size(src)
     if use_sw is False:
@@ -488,8 +578,10 @@ def _kinds(src: _Source, encoder: bool) -> list[_Kind]:
         note = f"layers {mwl} and up ({use_sw_note}, {mwl_key}={mwl})"
         if mwl == 0:
             return [_sliding("", size, key, f"every layer ({use_sw_note}, {mwl_key}=0)")]
-        return [_Kind("global", None, f"layers 0 to {mwl - 1} have no window ({mwl_key}={mwl})"),
-                _sliding("local (sliding window)", size, key, note)]
+        local = _sliding("local (sliding window)", size, key, note)
+        local.layers = _every(layers, lambda i: i >= mwl)
+        return [_Kind("global", None, f"layers 0 to {mwl - 1} have no window ({mwl_key}={mwl})",
+                      layers=_every(layers, lambda i: i < mwl)), local]
     return [_sliding("", size, key, "every layer" + (f" ({use_sw_note})" if use_sw else ""))]
 
 
@@ -500,7 +592,8 @@ def _chunked(chunk: int, chunk_key: str, where: str) -> _Kind:
                              f"(or run as {chunk}-token sequences with a causal mask)")
 
 
-def _from_layer_types(src: _Source, layer_types: Any, use_sw: bool | None, use_sw_note: str) -> list[_Kind]:
+def _from_layer_types(src: _Source, layer_types: Any, use_sw: bool | None, use_sw_note: str,
+                      skipped: dict[str, list[int]], types_key: str) -> list[_Kind]:
     p = src.prefix
     if not isinstance(layer_types, list) or not layer_types or not all(isinstance(t, str) for t in layer_types):
         raise src.fail(f"{p}layer_types: expected a list of layer kinds such as "
@@ -512,7 +605,7 @@ def _from_layer_types(src: _Source, layer_types: Any, use_sw: bool | None, use_s
         counts[raw] = counts.get(raw, 0) + 1
     for i, raw in enumerate(layer_types):
         kind = raw.strip().lower()
-        where = f"{p}layer_types: {counts[raw]} of {len(layer_types)} layers are {raw}"
+        where = f"{types_key}: {counts[raw]} of {len(layer_types)} layers are {raw}"
         if kind in SLIDING_KINDS:
             if use_sw is False:
                 kinds.append((i, _Kind("global", None, f"{where}, but {use_sw_note}: no window")))
@@ -528,6 +621,7 @@ def _from_layer_types(src: _Source, layer_types: Any, use_sw: bool | None, use_s
                 raise src.fail(f"{p}layer_types has chunked_attention layers but no attention_chunk_size")
             kinds.append((i, _chunked(src.count("attention_chunk_size", chunk), chunk_key, where)))
         elif kind in NON_SOFTMAX_KINDS:
+            skipped.setdefault(raw, []).append(i)
             continue
         else:
             raise src.fail(f"{p}layer_types: unknown layer kind {raw!r}; accepted: sliding_attention, "
@@ -535,7 +629,143 @@ def _from_layer_types(src: _Source, layer_types: Any, use_sw: bool | None, use_s
     if not kinds:
         raise src.fail(f"{p}layer_types: no softmax attention layers ({', '.join(sorted(counts))}); "
                        f"nothing for an attention backend to run")
+    for i, kind in kinds:
+        kind.layers = [i]
     out = _spread(kinds)
     if len(out) == 1:
         out[0].label = ""
     return out
+
+
+SINK_TYPES = frozenset({"gpt_oss"})
+"""Model types whose attention adds learned per-head sink logits to the softmax (transformers' GptOssAttention.sinks);
+no config key names them."""
+
+
+def _sinks(src: _Source, out: dict[str, Any], origin: dict[str, str]) -> None:
+    if src.model_type in SINK_TYPES:
+        out["sinks"] = True
+        origin["sinks"] = (f"{src.prefix}model_type {src.model_type}: learned per-head sink logits in every "
+                           f"attention layer (no config key names them)")
+
+
+def _per_kind_dims(src: _Source, kinds: list[_Kind]) -> None:
+    """Gemma 4's full-attention layers: their own head dim, and their own KV heads when keys are the values."""
+    if not (src.model_type.startswith("gemma4") or src.data.get("global_head_dim") is not None):
+        return
+    p = src.prefix
+    dim, dim_key = src.data.get("global_head_dim"), f"{p}global_head_dim"
+    if dim is None:
+        # transformers' Gemma4TextConfig pops global_head_dim with a default of 512
+        dim, dim_key = 512, f"{p}global_head_dim absent: gemma4 default 512"
+    dim = src.count(dim_key, dim)
+    k_eq_v_raw = src.data.get("attention_k_eq_v")
+    k_eq_v = True if k_eq_v_raw is None else src.flag("attention_k_eq_v", k_eq_v_raw)
+    kv_raw = src.data.get("num_global_key_value_heads")
+    for kind in kinds:
+        if kind.window is not None or kind.mask == "arbitrary":
+            continue
+        kind.fields["hdim"] = kind.fields["hdim_v"] = dim
+        kind.field_origin["hdim"] = kind.field_origin["hdim_v"] = f"{dim_key} (full-attention layers)"
+        if k_eq_v and kv_raw is not None:
+            kind.fields["kv_heads"] = src.count("num_global_key_value_heads", kv_raw)
+            kind.field_origin["kv_heads"] = (f"{p}num_global_key_value_heads (full-attention layers, "
+                                             f"attention_k_eq_v={'absent: true' if k_eq_v_raw is None else 'true'})")
+        elif kv_raw is not None:
+            kind.notes.append(f"{p}num_global_key_value_heads={kv_raw} is not used: attention_k_eq_v=false keeps "
+                              f"{p}num_key_value_heads on these layers")
+        if k_eq_v and k_eq_v_raw is not None:
+            kind.notes.append(f"{p}attention_k_eq_v=true: these layers have no value projection, the values are the "
+                              f"keys (same tensor shapes for the kernel)")
+
+
+def _kv_sharing(src: _Source, kinds: list[_Kind]) -> None:
+    raw = src.data.get("num_kv_shared_layers")
+    layers = _layers(src)
+    if not raw or layers is None:
+        return
+    shared = src.count("num_kv_shared_layers", raw)
+    first = max(layers - shared, 0)
+    for kind in kinds:
+        mine = [i for i in kind.layers if i >= first]
+        if mine:
+            kind.notes.append(f"{len(mine)} of these layers ({layer_ranges(mine)}) reuse the K/V of the last earlier "
+                              f"layer of their kind ({src.prefix}num_kv_shared_layers={shared}): same attention "
+                              f"shape, no K/V of their own")
+
+
+def _nope(src: _Source, kinds: list[_Kind]) -> None:
+    flags = src.data.get("no_rope_layers")
+    if not isinstance(flags, list):
+        return
+    nope = {i for i, f in enumerate(flags) if f == 0 and not isinstance(f, bool)}
+    for kind in kinds:
+        mine = [i for i in kind.layers if i in nope]
+        if mine:
+            kind.notes.append(f"{len(mine)} of these layers ({layer_ranges(mine)}) are NoPE "
+                              f"({src.prefix}no_rope_layers = 0): no rotary embedding, the same kernel shape")
+
+
+def _sparse_indexer(src: _Source, kinds: list[_Kind], seqlen: int | None) -> list[str]:
+    """DeepSeek V3.2's indexer keeps index_topk keys per query: past that many keys only an arbitrary mask says so."""
+    topk_raw = src.data.get("index_topk")
+    if topk_raw is None:
+        return []
+    p = src.prefix
+    topk = src.count("index_topk", topk_raw)
+    heads, dim = src.data.get("index_n_heads"), src.data.get("index_head_dim")
+    note = (f"{p}index_topk={topk}: a lightning indexer ({heads} heads of {dim}) picks {topk} keys per query "
+            f"(DeepSeek Sparse Attention); up to {topk} keys this is dense causal attention, past it a per-query key "
+            f"subset that no mask value but arbitrary expresses (the sparse MLA kernels are not modelled here)")
+    if seqlen is not None and seqlen > topk:
+        for kind in kinds:
+            kind.mask = "arbitrary"
+            kind.mask_origin = f"{p}index_topk={topk} < seqlen {seqlen}: each query attends to its own {topk} keys"
+    return [note]
+
+
+def _vision_towers(file: str, doc: Mapping[str, Any], text: str, name: str, common: Mapping[str, Any],
+                   origin: Mapping[str, str]) -> list[KindReading]:
+    """A vision encoder's self-attention: bidirectional over the patches of one image."""
+    sub = doc.get("vision_config")
+    if not isinstance(sub, dict):
+        return []
+    src = _Source(file, sub, prefix="vision_config.", outer=doc, model_type=str(sub.get("model_type") or "").lower())
+    if not _has_heads(src) or not (src.has("head_dim") or src.has("hidden_size")):
+        return []
+    values: dict[str, Any] = {}
+    vorigin: dict[str, str] = {}
+    _heads_and_dims(src, values, vorigin)
+    if "dtype" in common:
+        values["dtype"], vorigin["dtype"] = common["dtype"], origin["dtype"]
+    values["mask"], vorigin["mask"] = "none", "vision_config: an encoder over the patches of one image, no mask"
+    vorigin["window"] = "vision_config: every patch attends to every patch, no window"
+    image, patch = src.data.get("image_size"), src.data.get("patch_size")
+    if isinstance(image, int) and isinstance(patch, int) and patch > 0 and image >= patch:
+        tokens = (image // patch) ** 2
+        values["seqlen"] = tokens
+        vorigin["seqlen_q"] = vorigin["seqlen_kv"] = (
+            f"(vision_config.image_size / vision_config.patch_size)^2 = ({image} / {patch})^2 patches")
+    else:
+        vorigin["seqlen_q"] = vorigin["seqlen_kv"] = "vision_config gives no image_size and patch_size: unknown"
+    values["name"] = f"{name} vision tower"
+    values["origin"] = vorigin
+    config = make_config(values, where=file)._replace(source=(file, _key_line(text, "vision_config") or 1))
+    layers = _layers(src)
+    return [KindReading("vision tower", config, tuple(range(layers or 0)), (), tower="vision")]
+
+
+def layer_ranges(layers: list[int]) -> str:
+    """Layer indices with runs shortened (0, 2-5, 9), as the reports print them."""
+    parts: list[str] = []
+    start = prev = None
+    for i in sorted(layers):
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = i
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ", ".join(parts)

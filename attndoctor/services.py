@@ -77,6 +77,14 @@ def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = 
     return bundled_configs()
 
 
+def model_readings(paths: Sequence[str], flags: Mapping[str, Any]) -> list[Any]:
+    """What each --model config.json says of its layers, read with the sequence length the flags give."""
+    from .models import read_model
+
+    seqlen = flags.get("seqlen") or flags.get("seqlen_q")
+    return [read_model(p, seqlen=int(seqlen) if str(seqlen or "").isdigit() else None) for p in paths]
+
+
 def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
                        env_vars: Mapping[str, str] | None = None) -> Environment:
     """An environment from --env-file, overridden by what-if flags."""

@@ -58,7 +58,7 @@ def physical(result: dict) -> dict:
 
 def test_model_configs_carry_their_file_and_the_line_that_decided_their_kind():
     file = MODELS / "gemma-3-12b-it" / "config.json"
-    local, global_ = configs_from_model(MODELS / "gemma-3-12b-it")
+    local, global_, _vision = configs_from_model(MODELS / "gemma-3-12b-it")
     assert local.source == (str(file), line_of(file, "sliding_window"))
     assert global_.source == (str(file), 1)
     qwen = MODELS / "Qwen2.5-7B" / "config.json"
@@ -90,7 +90,8 @@ def test_sarif_from_models_has_a_relative_location_on_every_result_and_validates
         uris.add((where["artifactLocation"]["uri"], where["region"]["startLine"]))
     gemma = workdir / "models" / "gemma-3-12b-it" / "config.json"
     assert uris == {("models/gemma-3-12b-it/config.json", line_of(gemma, "sliding_window")),
-                    ("models/gemma-3-12b-it/config.json", 1), ("models/DeepSeek-V3/config.json", 1)}
+                    ("models/gemma-3-12b-it/config.json", 1), ("models/DeepSeek-V3/config.json", 1),
+                    ("models/gemma-3-12b-it/config.json", line_of(gemma, "vision_config"))}
 
 
 def test_sarif_for_a_file_outside_the_working_folder_is_an_absolute_uri(cli, workdir, tmp_path):

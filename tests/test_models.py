@@ -35,6 +35,7 @@ EXPECTED = {
     "gemma-3-12b-it": [
         ("gemma-3-12b-it local (sliding window)", 16, 8, 256, 256, (1024, 0), 0.0, "none", "causal", "bf16", 8192),
         ("gemma-3-12b-it global", 16, 8, 256, 256, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-3-12b-it vision tower", 16, 16, 72, 72, (-1, -1), 0.0, "none", "none", "bf16", 4096),
     ],
     "Qwen2.5-7B": [("Qwen2.5-7B", 28, 4, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
     "falcon-7b": [("falcon-7b", 71, 1, 64, 64, (-1, -1), 0.0, "none", "causal", "bf16", None)],
@@ -45,6 +46,14 @@ EXPECTED = {
     "Mixtral-8x7B-v0.1": [("Mixtral-8x7B-v0.1", 32, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
     "bert-base-uncased": [("bert-base-uncased", 12, 12, 64, 64, (-1, -1), 0.0, "none", "padding", None, 512)],
     "bloom-560m": [("bloom-560m", 16, 16, 64, 64, (-1, -1), 0.0, "alibi", "causal", None, None)],
+    # the families of tests/test_models_families.py
+    "gpt-oss-20b": [
+        ("gpt-oss-20b local (sliding window)", 64, 8, 64, 64, (128, 0), 0.0, "none", "causal", None, 8192),
+        ("gpt-oss-20b global", 64, 8, 64, 64, (-1, -1), 0.0, "none", "causal", None, 8192),
+    ],
+    "SmolLM3-3B": [("SmolLM3-3B", 16, 4, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
+    "Qwen3-4B": [("Qwen3-4B", 32, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
+    "DeepSeek-V3.2-Exp": [("DeepSeek-V3.2-Exp", 128, 128, 192, 128, (-1, -1), 0.0, "none", "arbitrary", None, 8192)],
 }
 
 
@@ -110,7 +119,7 @@ def test_origin_records_the_keys():
     (bert,) = load("bert-base-uncased")
     assert "encoder" in bert.origin["mask"] and "dtype" not in bert.origin
 
-    local3, glob3 = load("gemma-3-12b-it")
+    local3, glob3, _vision3 = load("gemma-3-12b-it")
     assert local3.origin["heads"] == "text_config.num_attention_heads"
     assert local3.origin["hdim"] == "text_config.head_dim absent: gemma3_text default 256"
     assert local3.origin["window"].startswith("text_config.sliding_window (1024, 0)")

@@ -33,4 +33,11 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
     machine_question = bool(output.get("backend")) and bool(facts or env_file)
     if not (described or project.configs or project.models or machine_question):
         raise UsageError(NO_CONFIG)
+    models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
+    if models:
+        from ..model_plan import build_plans
+        from ..services import model_readings
+
+        collected = report.collect()
+        report = collected._replace(models=tuple(build_plans(model_readings(models, config), collected.results)))
     emit(report, output=output, gate=gate)

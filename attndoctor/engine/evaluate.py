@@ -188,6 +188,8 @@ class Report(NamedTuple):
     rule_count: int
     rule_files: tuple[str, ...] = ()
     ignored: Mapping[str, str] = MappingProxyType({})
+    models: tuple[Any, ...] = ()
+    """Per-layer plans of the models read with --model (attndoctor.model_plan.ModelPlan)."""
 
 
 # ---------------------------------------------------------------- facts

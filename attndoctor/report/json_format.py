@@ -27,6 +27,7 @@ def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
         "results": [r.to_dict() for r in report.results],
         "summary": {"configs": len(report.results), "verdicts": counts},
         "gate": gate.to_dict(),
+        **({"models": [m.to_dict() for m in report.models]} if report.models else {}),
     }
 
 

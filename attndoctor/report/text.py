@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, Any
 
 from .. import __version__
 from ..engine.evaluate import OUTSIDE, ConfigResult, Finding, Report, Selection, Verdict
@@ -284,6 +284,8 @@ def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *
             render_result(console, result)
     else:
         render_matrix(console, report)
+    for plan in report.models:
+        render_model_plan(console, plan)
     if report.ignored:
         for rule, why in report.ignored.items():
             console.print(Text(f"ignored {rule}: {why}", style="dim"))
@@ -301,3 +303,51 @@ def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *
             if check.fixes and check.fixes[0] not in shown:
                 shown.add(check.fixes[0])
                 console.print(Text(f"    fix: {check.fixes[0]}", style="green"))
+
+
+def render_model_plan(console: Console, plan: Any) -> None:
+    """The per-layer plan of one model: each attention kind, what each framework runs it on, and the model-level fix."""
+    from ..model_plan import SCORE_FORMULA, SLOW_PATHS, human_bytes
+    from ..models import layer_ranges
+
+    console.print()
+    total = f", {plan.layers} layers" if plan.layers else ""
+    console.print(Text(f"Per-layer plan: {plan.name}{total}", style="bold"))
+    for kind in plan.kinds:
+        where = f"{len(kind.layers)} layers ({layer_ranges(list(kind.layers))})" if kind.layers else "layers not given"
+        console.print(Text(f"  {kind.label}: {where}"))
+        console.print(Text(f"    {kind.shape}"))
+        runs = "   ".join(f"{fw}: {_plan_run(b, s)}" for fw, (b, s) in kind.runs.items())
+        console.print(Text(f"    runs on  {runs}"))
+        for framework, fix in kind.fixes.items():
+            console.print(Text(f"    fix under {framework}: {fix}", style="green"))
+        for note in kind.notes:
+            console.print(Text(f"    note: {note}", style="dim"))
+    for kind_name, layers in plan.skipped.items():
+        where = layer_ranges(list(layers))
+        console.print(Text(f"  {kind_name}: {len(layers)} layers ({where}) from {plan.skipped_origin}: "
+                           f"no softmax attention, left out of the verdicts"))
+    for note in plan.notes:
+        console.print(Text(f"  note: {note}", style="dim"))
+    if plan.common:
+        console.print(Text(f"  runs every attention kind: {', '.join(plan.common)}"))
+    elif len([k for k in plan.kinds if not k.tower]) > 1:
+        console.print(Text("  no backend runs every attention kind with the facts given"))
+    for finding in plan.findings:
+        console.print(Text(f"  ✗ {finding.text}", style="yellow"))
+        console.print(Text(f"    fix: {finding.fix}", style="green"))
+    flagged = {(f.framework, f.kind) for f in plan.findings}
+    for kind in plan.kinds:
+        for framework, (backend, status) in kind.runs.items():
+            if backend in SLOW_PATHS and status == "selected" and (framework, kind.label) not in flagged:
+                held = (f"an S x S score buffer of {human_bytes(kind.score_bytes)} per call ({SCORE_FORMULA})"
+                        if backend == "sdpa-math" else "the full S x S score matrix in memory")
+                console.print(Text(f"  {kind.label} under {framework} runs {backend}: {held}", style="yellow"))
+
+
+def _plan_run(backend: str | None, status: str) -> str:
+    """What one framework runs a kind on, in a few words."""
+    if backend is None:
+        return {"none": "no backend", "depends": "depends on facts not given",
+                "not-installed": "not installed"}.get(status, status)
+    return backend if status == "selected" else f"{backend} ({status})"
