@@ -56,3 +56,23 @@ def test_head_dims_below_16_are_refused_from_2_7(cli, torch, hdim, hit):
     assert (SMALL in rules(v)) is hit
     if hit:
         assert v["supported"] is False
+
+
+SM12X = "ADV-FLEX-SM12X-BWD-H100-TILE-PRE29"
+
+
+@pytest.mark.parametrize("gpu, torch, hdim, train, hit", [
+    ("RTX 5090", "2.8.0", 128, True, True),
+    ("RTX 5090", "2.7.0", 128, True, True),
+    ("RTX 5090", "2.9.0", 128, True, False),
+    ("RTX 5090", "2.8.0", 64, True, False),
+    ("RTX 5090", "2.8.0", 128, False, False),
+    ("H100", "2.8.0", 128, True, False),
+])
+def test_sm12x_backward_takes_the_h100_tile_before_2_9(cli, gpu, torch, hdim, train, hit):
+    args = ["explain", "--gpu", gpu, "--torch", torch, "--batch", "1", "--heads", "16", "--seqlen", "2048",
+            "--hdim", str(hdim), "--dtype", "bf16", "--backend", "flex-attention", "--format", "json"]
+    args.insert(-4, "--train" if train else "--infer")
+    code, out, _ = cli(*args)
+    v = next(v for v in json.loads(out)["results"][0]["verdicts"] if v["backend"] == "flex-attention")
+    assert (SM12X in rules(v)) is hit
