@@ -929,11 +929,15 @@ class Evaluator:
         def steady(reads: Iterable[str]) -> bool:
             return all(n in config_names and reach.get(n, ()) is not None for n in reads)
 
-        abstract = {name for name in ABSTRACTED if name not in reach and
+        # An advisory false on this machine that a fix's machine makes true (a torch upgrade into its range) decides
+        # whether that fix runs: what it reads keys the verdict whatever its value here.
+        later = [r for r in rules if r.advisory and steps and _never_applies(r, env, ())]
+        later_reads = set().union(*(read(r) for r in later)) if later else set()
+        abstract = {name for name in ABSTRACTED if name not in reach and name not in later_reads and
                     all(steady(reads) for _, reads in atoms.values() if name in reads)}
         if not all(steady(set(r.key_names) & config_names) for r in fixers):
             abstract = set()
-        names: set[str] = {"heads", "kv_heads"}  # with_changes checks them on every fix trial
+        names: set[str] = {"heads", "kv_heads"} | later_reads  # with_changes checks heads on every fix trial
         by_value = []
         for rule in rules:
             if rule.advisory:
