@@ -8,7 +8,9 @@ report with ASCII stand-ins for its symbols.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import sys
 from typing import IO, Any, Iterator
 
@@ -20,6 +22,25 @@ ASCII = str.maketrans({
     "‘": "'", "’": "'", "▸": ">", "█": "#", "░": ".",
 })
 """Stand-ins for the symbols reports use, for a terminal that cannot show them."""
+
+
+_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal acts on rather than shows: C0 and C1 controls (ESC starts every escape sequence; C1 CSI and OSC
+start them on some terminals), DEL, and the bidirectional marks that reorder a line as it is shown."""
+
+_NAMED = {"\t": "\\t", "\r": "\\r", "\x1b": "\\x1b"}
+
+
+def _escaped(match: "re.Match[str]") -> str:
+    char = match.group()
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+def shown(text: str, *, newlines: bool = True) -> str:
+    """`text` from a user or a library, safe to put on a terminal: controls and escape sequences written escaped."""
+    if _CONTROLS.search(text) is not None:
+        text = _CONTROLS.sub(_escaped, text)
+    return text if newlines else text.replace("\n", "\\n")
 
 
 def for_encoding(text: str, encoding: str | None) -> str:
@@ -55,6 +76,108 @@ def showable(stream: IO[str]) -> IO[str]:
         return stream
     except (UnicodeEncodeError, LookupError):
         return _Transliterated(stream)  # type: ignore[return-value]
+
+
+class _Closed:
+    """A standard stream that was closed before the run started: writing to it fails as a closed descriptor does."""
+
+    encoding = "utf-8"
+    closed = False
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+class _Quiet:
+    """Standard error that never fails the run: a closed or full stderr loses messages, never the exit code."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.lost = False
+
+    def write(self, text: str) -> int:
+        if not self.lost:
+            try:
+                self._stream.write(text)
+            except (OSError, ValueError):
+                self.lost = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.lost = True
+
+    def isatty(self) -> bool:
+        try:
+            return not self.lost and bool(self._stream.isatty())
+        except (OSError, ValueError):
+            return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Watched:
+    """Standard output that remembers a reader that went away, whichever library meets the error first (rich ends
+    the run with exit 1 on its own; the run must still end as a closed pipe does)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self.broken = True
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self.broken = True
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def reader_gone() -> bool:
+    """Whether standard output's reader closed the pipe during this run."""
+    return bool(getattr(sys.stdout, "broken", False))
+
+
+def hold_closed_descriptors() -> None:
+    """Point a closed stdin, stdout or stderr at the null device, so no file the run opens takes its number."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                held = os.open(os.devnull, os.O_RDWR)
+                if held != fd:
+                    os.dup2(held, fd)
+                    os.close(held)
+
+
+def standard_streams(stdout: Any, stderr: Any) -> tuple[IO[str], IO[str]]:
+    """Streams a run can always write to: a closed stdout fails like one (exit 2), a closed stderr drops messages."""
+    out = _Watched(showable(stdout)) if stdout is not None else _Closed()
+    err = _Quiet(showable(stderr) if stderr is not None else _Closed())
+    return out, err  # type: ignore[return-value]
 
 
 def reason(exc: OSError) -> str:

@@ -49,6 +49,13 @@ def _work(chunk: list[Any]) -> list[Any]:
     return [render(result) for result in _JOB["evaluate"](chunk)]
 
 
+def _leave_ctrl_c_to_the_parent() -> None:
+    """Pool initializer: Ctrl-C reaches the whole process group; the parent ends the run (exit 130) and the pool."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def map_ordered(configs: Iterable[Any], evaluate: Callable[[Iterable[Any]], Iterator[Any]],
                 make_render: Callable[[], Callable[[Any], Any]], workers: int) -> Iterator[Any]:
     """render(result) for every config, in order, computed by `workers` forked processes."""
@@ -57,7 +64,7 @@ def map_ordered(configs: Iterable[Any], evaluate: Callable[[Iterable[Any]], Iter
     _JOB.clear()
     _JOB.update(evaluate=evaluate, make_render=make_render)
     context = multiprocessing.get_context("fork")
-    with context.Pool(workers) as pool:
+    with context.Pool(workers, initializer=_leave_ctrl_c_to_the_parent) as pool:
         pending: collections.deque[Any] = collections.deque()
         for chunk in _chunks(configs, CHUNK):
             pending.append(pool.apply_async(_work, (chunk,)))

@@ -431,8 +431,11 @@ def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list
 
 def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], None]]:
     """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
+    from .output import shown
+
     if sys.stderr.isatty():
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -441,7 +444,7 @@ def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], Non
         task = bar.add_task("", total=None)
 
         def update(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total, description=what)
+            bar.update(task, completed=done, total=total, description=escape(shown(what, newlines=False)))
 
         return update, bar.stop
     state = {"last": ""}
@@ -449,7 +452,7 @@ def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], Non
     def update_plain(done: int, total: int, what: str) -> None:
         if done == total:
             return
-        config = what.split(" · ")[0]
+        config = shown(what.split(" · ")[0], newlines=False)
         if config != state["last"]:
             state["last"] = config
             sys.stderr.write(f"{label} [{done}/{total}] {config}\n")

@@ -50,7 +50,7 @@ def test_not_at_640_nor_in_inference_nor_once_fixed(cli, extra, status):
 
 def test_text_says_known_bug_at_risk_and_the_workaround(cli):
     code, out, _ = cli(*CASE, "--seqlen", "704", "--train", "--backend", "sdpa-cudnn")
-    assert "⚠ runs, known bug" in out and "at risk if a query row's logsumexp" in out
+    assert "✓! runs, known bug" in out and "⚠ runs" not in out and "at risk if a query row's logsumexp" in out
     assert "workaround: pass is_causal=True" in out and "runs sdpa-cudnn — known bug " in out
     selection = out[out.index("PyTorch SDPA: runs sdpa-cudnn"):out.index("TransformerEngine:")]
     assert ADVISORY in selection

@@ -166,3 +166,4 @@ def test_broken_pipe_is_quiet():
     err = proc.stderr.read().decode()
     proc.wait(timeout=60)
     assert "Traceback" not in err and "Exception" not in err
+    assert proc.returncode == 141 and err == ""

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import typer
-
-from .. import __version__
+if TYPE_CHECKING:
+    import typer
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "check"), "explain": ("explain", "explain"), "verify": ("verify", "verify"),
@@ -19,6 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _version(value: bool) -> None:
+    import typer
+
+    from .. import __version__
+
     if value:
         sys.stdout.write(f"attndoctor {__version__}\n")
         raise typer.Exit(0)
@@ -27,6 +30,8 @@ def _version(value: bool) -> None:
 def build_app(only: str | None = None) -> typer.Typer:
     """The Typer app with every command, or with just `only` (what a normal run needs: faster start)."""
     import importlib
+
+    import typer
 
     app = typer.Typer(
         name="attndoctor",
@@ -66,6 +71,9 @@ def _usage_error_types() -> tuple[type[BaseException], ...]:
     return (ClickException,)
 
 
+EXIT_INTERRUPTED = 130
+"""What a shell reports for a program stopped by Ctrl-C (128 + SIGINT)."""
+
 EXIT_BROKEN_PIPE = 141
 """What a shell reports for a program whose reader closed the pipe (128 + SIGPIPE), as for `head`'s writers."""
 
@@ -74,8 +82,30 @@ GC_THRESHOLD = (50_000, 20, 100)
 lived objects (rules, condition trees), and at the default 700 the collector walks them again and again."""
 
 
+def tidy_help(command: object) -> None:
+    """Help texts as flowing paragraphs: a docstring's line breaks would otherwise show mid-sentence in `--help`."""
+    for target, attribute in [(command, "help"), (command, "short_help")] + [
+            (param, "help") for param in getattr(command, "params", [])]:
+        text = getattr(target, attribute, None)
+        if isinstance(text, str) and text:
+            setattr(target, attribute, "\n\n".join(" ".join(p.split()) for p in text.split("\n\n") if p.strip()))
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub)
+
+
+def run_command(args: Sequence[str]) -> object:
+    """Parse and run one command line, letting every exception reach `main` (typer's runner ends a closed pipe
+    with exit 1, the gate-failed code, before any handler of ours could see it)."""
+    import typer.main
+
+    command = typer.main.get_command(build_app(_command_of(args)))
+    tidy_help(command)
+    with command.make_context("attndoctor", list(args)) as ctx:
+        return command.invoke(ctx)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point: typer's own usage errors become one line and exit 2, like ours."""
+    """Entry point: every way a run ends becomes an exit code of the table, with at most one line on stderr."""
     if argv is None:
         import atexit
         import gc
@@ -84,38 +114,73 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Everything alive at exit dies with the process: freezing it spares the final full collection, which
         # took about 25 ms of an `explain` that runs in 140.
         atexit.register(gc.freeze)
+    streams = sys.stdout, sys.stderr
+    try:
+        from ..output import hold_closed_descriptors, reader_gone, silence_stdout, standard_streams
+
+        hold_closed_descriptors()
+        sys.stdout, sys.stderr = standard_streams(sys.stdout, sys.stderr)
+        code = _run_to_code(list(sys.argv[1:] if argv is None else argv))
+        if reader_gone():
+            silence_stdout()
+            code = EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # Ctrl-C while the command line itself loads, or while a run's end is reported
+        _say_interrupted()
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away while a usage text was written
+        silence_stdout()
+        code = EXIT_BROKEN_PIPE
+    if argv is not None:  # called in-process: the caller's streams are its own again
+        sys.stdout, sys.stderr = streams
+    sys.exit(code)
+
+
+def _say_interrupted() -> None:
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write("attndoctor: interrupted\n")
+    except (OSError, ValueError):
+        pass
+
+
+def _run_to_code(args: list[str]) -> int:
+    import typer
+
     from ..errors import RuleError, UsageError
-    from ..output import for_encoding, reason, showable, silence_stdout
+    from ..output import for_encoding, reason, shown, silence_stdout
     from .common import fail
 
-    sys.stdout, sys.stderr = showable(sys.stdout), showable(sys.stderr)
     click_errors = _usage_error_types()
     try:
-        args = list(sys.argv[1:] if argv is None else argv)
-        code = build_app(_command_of(args))(args=args, prog_name="attndoctor", standalone_mode=False)
+        code = run_command(args)
         sys.stdout.flush()
     except click_errors as exc:
-        fail(exc.format_message() if hasattr(exc, "format_message") else str(exc))
-        sys.exit(getattr(exc, "exit_code", 2) or 2)
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command: its help, already shown when rich drew it
+            sys.stdout.write(message + "\n" if message.strip() else "")
+        else:
+            fail(message)
+        return getattr(exc, "exit_code", 2) or 2
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
+    except SystemExit as exc:  # rich ends a run this way when the reader of standard output went away
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except (UsageError, RuleError) as exc:
-        sys.exit(fail(str(exc)).exit_code)
+        return fail(str(exc)).exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("attndoctor: interrupted\n")
-        sys.exit(130)
+        _say_interrupted()
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
-        silence_stdout()
-        sys.exit(EXIT_BROKEN_PIPE)
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         # Only writing can fail this late: reading input and probing report their own errors.
         silence_stdout()
-        sys.exit(fail(f"standard output: cannot write ({reason(exc)})").exit_code)
+        return fail(f"standard output: cannot write ({reason(exc)})").exit_code
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
         if os.environ.get("ATTNDOCTOR_TRACEBACK"):
             raise
         sys.stderr.write(for_encoding(
-            f"attndoctor: internal error: {type(exc).__name__}: {exc} (please report it with the command line; "
-            f"ATTNDOCTOR_TRACEBACK=1 shows where)\n", sys.stderr.encoding))
-        sys.exit(2)
-    sys.exit(code if isinstance(code, int) else 0)
+            f"attndoctor: internal error: {type(exc).__name__}: {shown(str(exc), newlines=False)} (please report it "
+            f"with the command line; ATTNDOCTOR_TRACEBACK=1 shows where)\n", sys.stderr.encoding))
+        return 2
+    return code if isinstance(code, int) else 0

@@ -9,18 +9,18 @@ import typer
 
 from ..errors import UsageError
 from .common import handle_errors, plan
-from .options import seconds, with_groups
+from .options import at_least, seconds, with_groups
 
 
 @with_groups("config", "output")
 @handle_errors
-def bench(*, runs: int = typer.Option(20, "--runs", help="Least timed runs per measurement (median reported)."),
+def bench(*, runs: int = typer.Option(20, "--runs", callback=at_least(1), help="Least timed runs per measurement (median reported)."),
           graphs: bool = typer.Option(True, "--cuda-graphs/--no-cuda-graphs", help="Time CUDA graph replays where "
                                       "a backend can be captured (else eager, said per backend)."),
-          sets: int = typer.Option(0, "--sets", help="Input sets rotated (0: enough to defeat the L2 cache)."),
+          sets: int = typer.Option(0, "--sets", callback=at_least(0), help="Input sets rotated (0: enough to defeat the L2 cache)."),
           timeout: float = typer.Option(300.0, "--timeout", callback=seconds,
                                         help="Seconds allowed per backend and config."),
-          seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),
+          seed: Optional[int] = typer.Option(None, "--seed", callback=at_least(0), help="Random data seed (default: fresh each run)."),
           config: dict[str, Any], output: dict[str, Any]) -> None:
     """Time forward (and forward+backward when training) of each supported, installed backend: ms, TFLOP/s, % of
     the GPU's peak, spread, peak memory; recommend the fastest and compare it with the framework's default."""
@@ -29,8 +29,8 @@ def bench(*, runs: int = typer.Option(20, "--runs", help="Least timed runs per m
     from ..report.bench_text import write_bench
     from ..verification import stderr_progress, verify_device
 
-    if output.get("format", "text") not in ("text", "json") or timeout <= 0 or runs < 1 or sets < 0:
-        raise UsageError("bench takes --format text|json, a positive --timeout, --runs of at least 1, --sets >= 0")
+    if output.get("format", "text") not in ("text", "json"):
+        raise UsageError(f"--format: unknown format {output.get('format')!r}; accepted: text, json")
     configs, _ = plan(config, {}, default_bundled=True)
     environment = probe()
     device = verify_device(environment, "bench")

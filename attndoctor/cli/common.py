@@ -10,14 +10,14 @@ from typing import Any, Callable, Mapping, Sequence
 import typer
 
 from ..errors import RuleError, UsageError
-from ..output import for_encoding, output_stream
+from ..output import for_encoding, output_stream, shown
 
 REPORT_FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
 
 def fail(message: str) -> "typer.Exit":
     """Print one short line on stderr and return the exit-2 exception to raise."""
-    sys.stderr.write(for_encoding(f"attndoctor: error: {message}\n", sys.stderr.encoding))
+    sys.stderr.write(for_encoding(f"attndoctor: error: {shown(message)}\n", sys.stderr.encoding))
     return typer.Exit(2)
 
 

@@ -27,8 +27,8 @@ def fleet(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
     from ..report.fleet_text import write_fleet
 
     fmt = output.get("format", "text")
-    if fmt not in ("text", "json") or timeout <= 0 or rank_timeout <= 0:
-        raise UsageError("fleet takes --format text|json and a positive --timeout and --rank-timeout")
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format: unknown format {fmt!r}; accepted: text, json")
     configs, project = plan(config, {}, default_bundled=True)
     try:
         code = run_fleet(configs, probe_timeout=timeout, rank_timeout=rank_timeout, backends=output.get("backend"),
@@ -36,6 +36,8 @@ def fleet(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
                          render=lambda doc: write_fleet(doc, fmt=fmt, target=output.get("output_file"),
                                                         details=bool(output.get("details"))))
     except FleetFailure as exc:
-        sys.stderr.write(f"attndoctor: fleet: {exc}\n")
+        from ..output import shown
+
+        sys.stderr.write(f"attndoctor: fleet: {shown(str(exc), newlines=False)}\n")
         raise typer.Exit(1) from None
     raise typer.Exit(code)

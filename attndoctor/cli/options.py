@@ -122,11 +122,28 @@ def gate_params() -> list[inspect.Parameter]:
     ]
 
 
+MAX_SECONDS = 7 * 24 * 3600
+"""The longest timeout any command takes (a week): far above any probe or kernel, and far below what the waits
+underneath can hold (a queue or pipe wait overflows near 1e10 s)."""
+
+
 def seconds(value: float) -> float:
-    """A --timeout must be a positive, finite number of seconds (typer option callback)."""
-    if not (value > 0 and value != float("inf")):
-        raise typer.BadParameter(f"expected a positive number of seconds, got {value:g}")
+    """Every timeout option takes the same range: above 0, at most MAX_SECONDS; NaN and inf refused (callback)."""
+    if not 0 < value <= MAX_SECONDS:  # NaN fails every comparison
+        raise typer.BadParameter(f"expected a number of seconds above 0 and at most {MAX_SECONDS} (a week), "
+                                 f"got {value:g}")
     return value
+
+
+def at_least(low: int) -> Callable[[Optional[int]], Optional[int]]:
+    """A whole-number option's callback: `low` or more (an option left out stays None)."""
+
+    def check(value: Optional[int]) -> Optional[int]:
+        if value is not None and value < low:
+            raise typer.BadParameter(f"expected a whole number of at least {low}, got {value}")
+        return value
+
+    return check
 
 
 def config_flags(values: dict[str, Any]) -> dict[str, Any]:

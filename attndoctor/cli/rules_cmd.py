@@ -123,11 +123,12 @@ def show_rule(rule_id: str = typer.Argument(..., help="A rule id, e.g. TE-FUSED-
 def lint_rules(rules_dir: Optional[str] = RulesDir) -> None:
     """Check the rule base: examples replay, every rule has a source and both kinds of example, fixes leave the range."""
     from ..engine.lint import lint
+    from ..output import shown
 
     base = _base(rules_dir)
     problems = lint(base)
     for p in problems:
-        sys.stdout.write(f"{p}\n")
+        sys.stdout.write(f"{shown(str(p))}\n")
     sys.stdout.write(f"{plural(len(base.rules), 'rule')} in {plural(len(base.files), 'file')}: "
                      f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}\n")
     raise typer.Exit(1 if problems else 0)

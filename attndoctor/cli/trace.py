@@ -15,6 +15,7 @@ import typer
 
 from ..errors import UsageError
 from ..output import check_writable
+from . import EXIT_INTERRUPTED
 from .common import handle_errors
 
 TRACE_FORMATS = ("text", "json")
@@ -36,8 +37,9 @@ def program_command(command: List[str]) -> List[str]:
     return list(command)
 
 
-def run_traced(command: List[str], directory: str, options: List[str]) -> int:
-    """Run the program with the recorder bootstrap on its PYTHONPATH; its stdin, stdout and stderr are its own."""
+def run_traced(command: List[str], directory: str, options: List[str]) -> tuple[int, bool]:
+    """Run the program with the recorder bootstrap on its PYTHONPATH; its stdin, stdout and stderr are its own.
+    Returns its exit status and whether Ctrl-C came while it ran."""
     from ..trace.record import DIR_VAR, OPTIONS_VAR
 
     boot = str(Path(__file__).resolve().parent.parent / "trace" / "boot")
@@ -45,12 +47,15 @@ def run_traced(command: List[str], directory: str, options: List[str]) -> int:
     env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env[DIR_VAR] = directory
     env[OPTIONS_VAR] = ",".join(options)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the program's to handle
+    interrupts: list[int] = []
+    # Ctrl-C reaches the program too (one process group): it is the program's to handle, and attndoctor waits for
+    # it. A handler, unlike SIG_IGN, is not inherited across exec, so the program gets the default behaviour.
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupts.append(signum))
     try:
         code = subprocess.call(command, env=env)
     finally:
         signal.signal(signal.SIGINT, previous)
-    return 128 - code if code < 0 else code
+    return (128 - code if code < 0 else code), bool(interrupts)
 
 
 @handle_errors
@@ -81,12 +86,12 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
     argv = program_command(list(command or []))
     options = [name for name, on in (("numerics", numerics), ("timing", timing)) if on]
     with tempfile.TemporaryDirectory(prefix="attndoctor-trace-") as directory:
-        code = run_traced(argv, directory, options)
+        code, interrupted = run_traced(argv, directory, options)
         from ..trace.reader import read_records
 
         records = read_records(directory)
-    _report(records, list(command or []), code, record, output_file, fmt, rules_dir, bench)
-    raise typer.Exit(code)
+    _report(records, list(command or []), code, record, output_file, fmt, rules_dir, bench and not interrupted)
+    raise typer.Exit(EXIT_INTERRUPTED if interrupted else code)
 
 
 def _report(records: list, argv: List[str], code: int, record: Optional[str], output_file: Optional[str], fmt: str,

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import UsageError
 from .common import handle_errors, plan
-from .options import seconds, with_groups
+from .options import at_least, seconds, with_groups
 
 
 @with_groups("config", "output")
@@ -17,8 +17,8 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
            timeout: float = typer.Option(120.0, "--timeout", callback=seconds,
                                         help="Seconds allowed for each probe (the worker is "
                                          "killed and restarted after)."),
-           repeats: int = typer.Option(3, "--repeats", help="Timed runs per probe after the checked one (0: none)."),
-           seed: Optional[int] = typer.Option(None, "--seed", help="Random data seed (default: fresh each run)."),
+           repeats: int = typer.Option(3, "--repeats", callback=at_least(0), help="Timed runs per probe after the checked one (0: none)."),
+           seed: Optional[int] = typer.Option(None, "--seed", callback=at_least(0), help="Random data seed (default: fresh each run)."),
            stress: bool = typer.Option(False, "--stress", help="Also run each config on inputs built for the data "
                                        "regimes where accepted calls go wrong (very negative logits, a dominant key, "
                                        "rows that attend to nothing, fp16 near its top, strided output gradients), "
@@ -31,8 +31,8 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
     from ..report.verify_text import write_verify
     from ..verification import run_verify, stderr_progress, verify_device
 
-    if output.get("format", "text") not in ("text", "json") or timeout <= 0 or repeats < 0:
-        raise UsageError("verify takes --format text|json, a positive --timeout and --repeats of at least 0")
+    if output.get("format", "text") not in ("text", "json"):
+        raise UsageError(f"--format: unknown format {output.get('format')!r}; accepted: text, json")
     configs, project = plan(config, {}, default_bundled=True)
     environment = probe()
     device = verify_device(environment)

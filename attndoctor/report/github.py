@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
+from ..output import shown
 from ..words import plural
 from .location import github_file, sources_by_label
 
-MARK = {"supported": "✅", "known-bug": "⚠️", "outside-rules": "❔", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
+MARK = {"supported": "✅", "known-bug": "✅❗", "outside-rules": "❔", "depends": "❔", "unsupported": "❌", "api-mismatch": "❌", "wrong-results": "⚠️",
         "not-installed": "–"}
 
 
 def _escape(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return shown(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _prop(text: str) -> str:

@@ -11,6 +11,8 @@ import os
 import sys
 from typing import IO, Sequence, Union
 
+from ..output import shown
+
 SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32", "yellow": "33",
        "blue": "34", "magenta": "35", "cyan": "36"}
 """Style words and their ANSI select-graphic-rendition codes; a style is words joined by spaces ("bold red")."""
@@ -39,17 +41,19 @@ def _join(base: str, style: str) -> str:
 
 
 class Text:
-    """A line or lines of text made of spans, each with a style; `style` applies to every span."""
+    """A line or lines of text made of spans, each with a style; `style` applies to every span. What goes in is
+    shown with its controls escaped (names, paths and messages come from users and libraries); only the styles
+    become escape sequences."""
 
     __slots__ = ("spans", "style")
 
     def __init__(self, text: str = "", style: str = "") -> None:
-        self.spans: list[tuple[str, str]] = [(text, "")] if text else []
+        self.spans: list[tuple[str, str]] = [(shown(text), "")] if text else []
         self.style = style
 
     def append(self, text: str, style: str = "") -> "Text":
         if text:
-            self.spans.append((text, style))
+            self.spans.append((shown(text), style))
         return self
 
     def append_text(self, other: "Text") -> "Text":

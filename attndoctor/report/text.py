@@ -14,7 +14,7 @@ from .term import Console, Table, Text
 
 MARK = {
     "supported": ("✓", "green", "runs"),
-    "known-bug": ("⚠", "yellow", "runs, known bug"),
+    "known-bug": ("✓!", "yellow", "runs, known bug"),
     "depends": ("?", "yellow", "depends"),
     "outside-rules": ("?", "yellow", "outside the rules"),
     "unsupported": ("✗", "red", "refused"),
@@ -96,13 +96,9 @@ def binary_lines(env: Environment) -> list[Text]:
     return lines
 
 
-SHORT_MARK = {"known-bug": "✓!"}
-"""Matrix cells: a known bug at risk still runs, and must not read like wrong results."""
-
-
 def _mark(status: str, short: bool = False) -> Text:
     symbol, style, word = MARK[status]
-    return Text(SHORT_MARK.get(status, symbol) if short else f"{symbol} {word}", style=style)
+    return Text(symbol if short else f"{symbol} {word}", style=style)
 
 
 def _finding_line(f: Finding) -> Text:
@@ -273,10 +269,31 @@ def render_matrix(console: Console, report: Report) -> None:
         console.print(reasons)
 
 
+ASSUMED = ("capped at", "the dtype the checkpoint is stored in")
+"""Words of a field's origin (attndoctor/models.py) that mark a value a model config did not state as the run uses
+it: the sequence length cap and a checkpoint's fp32 storage dtype. The text report names them, as the JSON does."""
+
+
+def assumption_lines(report: Report) -> list[Text]:
+    """One line per value read from a model config by assumption, with the configs it was assumed for."""
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    for r in report.results:
+        origin = dict(r.config.origin or {})
+        if origin.get("seqlen_q") is not None and origin.get("seqlen_q") == origin.get("seqlen_kv"):
+            origin.pop("seqlen_kv")
+            origin["seqlen"] = origin.pop("seqlen_q")
+        for field, why in origin.items():
+            if any(word in why for word in ASSUMED):
+                value = getattr(r.config, "seqlen_q" if field == "seqlen" else field, None)
+                grouped.setdefault((field, str(value), why), []).append(r.config.name or r.config.label())
+    return [Text(f"  assumed {field} {value} ({why}) for {', '.join(names)}", style="yellow")
+            for (field, value, why), names in grouped.items()]
+
+
 def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False) -> None:
     """Write the human report."""
     console = Console(file)
-    for line in environment_lines(report.environment):
+    for line in environment_lines(report.environment) + assumption_lines(report):
         console.print(line)
     console.print()
     if len(report.results) == 1 or detailed:
