@@ -22,11 +22,17 @@ def loads_toml(text: str) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
 
 
+def kind_of(value: Any) -> str:
+    """What a TOML value is, in the words of a message: 'a number (5)', 'text ('llama')'."""
+    kinds = {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list", dict: "a table"}
+    return f"{kinds.get(type(value), 'a date or time')} ({value!r:.40})"
+
+
 def _cache_dir() -> Path | None:
-    if os.environ.get("ATTNDOCTOR_NO_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "attndoctor" / "toml"
+    from .inputs.cache import cache_root
+
+    root = cache_root()
+    return None if root is None else root / "toml"
 
 
 CACHE_KEEP = 8
@@ -44,20 +50,23 @@ def prune_cache(folder: Path, pattern: str, keep: int = CACHE_KEEP) -> None:
         pass
 
 
-def load_toml_file(path: Path) -> tuple[str, dict[str, Any]]:
+def load_toml_file(path: Path, what: str = "TOML file") -> tuple[str, dict[str, Any]]:
     """A TOML file's text and data; the parsed data is reused from the cache while the file is unchanged (marshal:
     built in, so nothing to import, and faster to read than JSON)."""
-    text = path.read_text(encoding="utf-8")
+    from .inputs.cache import read_cache
+    from .inputs.files import describe, read_text
+
+    text = read_text(path, describe(path, what))
     folder = _cache_dir()
     if folder is None:
         return text, loads_toml(text)
     raw = text.encode("utf-8")
     cached = folder / f"{zlib.crc32(raw):08x}-{len(raw)}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
     try:
-        data = marshal.loads(cached.read_bytes())
+        data = marshal.loads(read_cache(cached) or b"")
         if isinstance(data, dict):
             return text, data
-    except (OSError, ValueError, EOFError, TypeError):
+    except (ValueError, EOFError, TypeError):
         pass
     data = loads_toml(text)
     try:

@@ -389,26 +389,18 @@ CONFIG_FILE_TYPES = "expected a .json, .jsonl or .toml config file"
 def iter_config_file(path: str | Path) -> Iterator[AttentionConfig]:
     """Configs one at a time, each with its file and line in `source`; a .jsonl file is read a line at a time, so
     memory does not grow with its length. Errors name the file and line."""
-    p = Path(path)
+    from .inputs import describe, locate, read_text
+
     name = str(path)
-    if not p.exists():
-        raise UsageError(f"{name}: no such config file")
-    if p.is_dir():
-        raise UsageError(f"{name}: is a folder; {CONFIG_FILE_TYPES}")
-    suffix = p.suffix.lower()
+    desc = describe(path, "config file", CONFIG_FILE_TYPES)
+    locate(path, desc)
+    suffix = Path(path).suffix.lower()
     if suffix not in (".json", ".jsonl", ".toml"):
         raise UsageError(f"{name}: unknown config file type {suffix or '(none)'}; accepted: .json, .jsonl, .toml")
     if suffix == ".jsonl":
-        yield from _jsonl_configs(p, name)
+        yield from _jsonl_configs(path, desc)
         return
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{name}: not a text file; {CONFIG_FILE_TYPES}") from None
-    except OSError as exc:
-        raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
-    if "\x00" in text:
-        raise UsageError(f"{name}: not a text file; {CONFIG_FILE_TYPES}")
+    text = read_text(path, desc)
     if not text.strip():
         raise UsageError(f"{name}: empty config file; expected at least one config")
     entries = _toml_entries(text, name) if suffix == ".toml" else _json_entries(text, name)
@@ -419,27 +411,18 @@ def iter_config_file(path: str | Path) -> Iterator[AttentionConfig]:
         yield make_config(entry, where=where, typed=True)._replace(source=(name, line))
 
 
-def _jsonl_configs(p: Path, name: str) -> Iterator[AttentionConfig]:
+def _jsonl_configs(path: str | Path, desc: Any) -> Iterator[AttentionConfig]:
     from ._json import loads_json
+    from .inputs import read_lines
 
-    try:
-        handle = p.open("rb")
-    except OSError as exc:
-        raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
+    name = str(path)
     found = False
-    with handle:
-        for number, raw in enumerate(handle, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UsageError(f"{name}:{number}: not a text file; {CONFIG_FILE_TYPES}") from None
-            if "\x00" in line:
-                raise UsageError(f"{name}:{number}: not a text file; {CONFIG_FILE_TYPES}")
-            if not line.strip():
-                continue
-            entry = loads_json(line, f"{name}:{number}", "expected one config object")
-            found = True
-            yield make_config(entry, where=f"{name}:{number}", typed=True)._replace(source=(name, number))
+    for number, line in read_lines(path, desc):
+        if not line.strip():
+            continue
+        entry = loads_json(line, f"{name}:{number}", "expected one config object")
+        found = True
+        yield make_config(entry, where=f"{name}:{number}", typed=True)._replace(source=(name, number))
     if not found:
         raise UsageError(f"{name}: empty config file; expected at least one config")
 
@@ -480,7 +463,7 @@ def _toml_entries(text: str, name: str) -> list[tuple[int, Any]]:
     """The [[config]] tables of a .toml file with the line of each table's header (0 when not written as one)."""
     import re
 
-    from ._toml import loads_toml
+    from ._toml import kind_of, loads_toml
 
     try:
         doc = loads_toml(text)
@@ -489,6 +472,8 @@ def _toml_entries(text: str, name: str) -> list[tuple[int, Any]]:
     entries = doc.get("config", [])
     if isinstance(entries, dict):
         entries = [entries]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise UsageError(f"{name}: config: expected [[config]] tables of config fields, got {kind_of(entries)}")
     if not entries:
         raise UsageError(f"{name}: no [[config]] tables found")
     headers = [text.count("\n", 0, m.start()) + 1

@@ -264,17 +264,11 @@ def _str_map(value: Any, key: str, where: str) -> dict[str, str]:
 def load_env_file(path: str | Path) -> Environment:
     """An Environment from another machine's `check --format json` output."""
     from ._json import loads_json
+    from .inputs import describe, read_text
 
     p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"{path}: no such env file")
     accepted = "expected the JSON of `attndoctor check --format json`"
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a text file; {accepted}") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, describe(path, "env file", accepted))
     data = loads_json(text, str(path), accepted)
     env = environment_from_dict(data, where=str(path))
     env.source = f"env-file:{p.name}"

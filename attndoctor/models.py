@@ -6,7 +6,9 @@ rule) it came from, so a user can see why attndoctor thinks Gemma-2 has a 4096-t
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -229,21 +231,16 @@ def _key_line(text: str, origin: str) -> int:
 
 
 def _load(path: str | Path) -> tuple[str, dict[str, Any], str]:
+    from .inputs import EITHER, describe, locate, read_text
+
     accepted = "expected a Hugging Face config.json or a model folder holding one"
     p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{path}: no such file or folder; {accepted}")
-    if p.is_dir():
+    if stat.S_ISDIR(locate(path, describe(path, "file or folder", accepted), EITHER).st_mode):
         p = p / "config.json"
-        if not p.is_file():
+        if not os.path.lexists(p):
             raise UsageError(f"{path}: folder has no config.json; {accepted}")
     file = str(p)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UsageError(f"{file}: not a text file; {accepted}") from None
-    except OSError as exc:
-        raise UsageError(f"{file}: cannot read ({exc.strerror or exc}); {accepted}") from None
+    text = read_text(p, describe(p, "model config", accepted))
     if not text.strip():
         raise UsageError(f"{file}: empty file; {accepted}")
     doc = loads_json(text, file, accepted)

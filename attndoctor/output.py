@@ -15,6 +15,7 @@ import sys
 from typing import IO, Any, Iterator
 
 from .errors import UsageError
+from .inputs import check_output, output_opener
 
 ASCII = str.maketrans({
     "✓": "+", "✗": "x", "⚠": "!", "–": "-", "—": "-", "─": "-", "│": "|", "…": "...", "·": "-", "≥": ">=",
@@ -198,6 +199,7 @@ def _cannot(name: str, target: str, exc: OSError) -> UsageError:
 
 def check_writable(target: str, what: str = "--output") -> None:
     """Fail now, in output_stream's words, where writing `target` later would fail (before an hour of work)."""
+    check_output(target, what)
     folder = os.path.dirname(target) or "."
     if os.path.isdir(target):
         raise _cannot(what, target, IsADirectoryError())
@@ -221,7 +223,7 @@ def output_stream(target: str | None = None, *, what: str = "--output", append: 
     name = what if target else "standard output"
     if target:
         try:
-            stream: IO[str] = open(target, "a" if append else "w", encoding="utf-8")
+            stream: IO[str] = open(target, "a" if append else "w", encoding="utf-8", opener=output_opener(name))
         except OSError as exc:
             raise _cannot(name, target, exc) from None
     else:

@@ -14,6 +14,7 @@
     heads = 32
 """
 
+import os
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -47,49 +48,54 @@ class ProjectConfig(NamedTuple):
         return f"{self.path}:{line}: {key}" if line else f"{self.path}: {key}"
 
 
+SETTINGS = "expected attndoctor.toml, or a pyproject.toml with [tool.attndoctor]"
+
+
 def find_project_file(start: Path | None = None) -> Path | None:
-    """attndoctor.toml, else a pyproject.toml that has [tool.attndoctor], in the current folder."""
+    """attndoctor.toml, else a pyproject.toml that names attndoctor, in the current folder; one that is there in any
+    form (a folder, a loop, unreadable) is returned, so that reading it says what is wrong rather than skipping it."""
+    from .inputs import describe, read_text
+
     folder = start or Path()
     own = folder / "attndoctor.toml"
-    if own.is_file():
+    if os.path.lexists(own):
         return own
     py = folder / "pyproject.toml"
-    if py.is_file():
-        try:
-            if "[tool.attndoctor" in py.read_text(encoding="utf-8"):
-                return py
-        except (OSError, UnicodeDecodeError):
-            return None
+    if os.path.lexists(py):
+        text = read_text(py, describe(py, "settings file", "attndoctor reads [tool.attndoctor] from it; give "
+                                      "--project FILE to read settings from another file"))
+        if "attndoctor" in text:
+            return py
     return None
 
 
 def load_project(path: str | Path | None = None) -> ProjectConfig:
     """Read and validate the project file (found in the current folder when no path is given)."""
-    from ._toml import loads_toml
+    from ._toml import kind_of, loads_toml
+    from .inputs import describe, read_text
 
-    file = Path(path) if path else find_project_file()
+    if path is not None and not str(path).strip():
+        raise UsageError(f"--project: empty path; {SETTINGS}")
+    file = Path(path) if path is not None else find_project_file()
     if file is None:
         return ProjectConfig()
-    if file.is_dir():
-        raise UsageError(f"{file}: is a folder; expected attndoctor.toml or a pyproject.toml")
-    if not file.is_file():
-        raise UsageError(f"{file}: no such settings file")
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{file}: not a text file; expected TOML settings") from None
-    except OSError as exc:
-        raise UsageError(f"{file}: cannot read ({exc.strerror})") from None
+    text = read_text(file, describe(file, "settings file", SETTINGS))
     try:
         doc = loads_toml(text)
     except ValueError as exc:
         raise UsageError(f"{file}: not valid TOML ({exc})") from None
-    nested = file.name == "pyproject.toml"
-    table = doc.get("tool", {}).get("attndoctor") if nested else doc
-    if table is None:
-        return ProjectConfig(path=str(file))
-    prefix = "tool.attndoctor" if nested else ""
-    return _parse(table, str(file), file.parent, _key_lines(text, prefix))
+    if file.name == "pyproject.toml":
+        tool = doc.get("tool", {})
+        if not isinstance(tool, Mapping):
+            raise UsageError(f"{file}: tool: expected a table such as [tool.attndoctor], got {kind_of(tool)}")
+        table = tool.get("attndoctor")
+        if table is None:  # found because it names attndoctor (as a dependency, say): no settings
+            return ProjectConfig(path=str(file) if path is not None else "")
+        if not isinstance(table, Mapping):
+            raise UsageError(f"{file}: tool.attndoctor: expected a table of settings ([tool.attndoctor] with "
+                             f"{', '.join(KEYS)}), got {kind_of(table)}")
+        return _parse(table, str(file), file.parent, _key_lines(text, "tool.attndoctor"))
+    return _parse(doc, str(file), file.parent, _key_lines(text, ""))
 
 
 _HEADER = r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$"
@@ -131,6 +137,8 @@ def _list_of_text(value: Any, key: str, where: str) -> list[str]:
 
 
 def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> ProjectConfig:
+    from .inputs import EITHER, describe, locate
+
     project = ProjectConfig(path=path, lines=MappingProxyType(dict(lines)))
     where = project.where
     if not isinstance(table, Mapping):
@@ -152,8 +160,10 @@ def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> Proje
     models = []
     for m in _list_of_text(table.get("models", []), "models", where("models")):
         model = Path(m) if Path(m).is_absolute() else base / m
-        if not model.exists():
-            raise UsageError(f"{where('models')}: no such model config {m!r} (a config.json or a folder holding one)")
+        try:
+            locate(model, describe(m, "model config", "a config.json or a folder holding one"), EITHER)
+        except UsageError as exc:
+            raise UsageError(f"{where('models')}: {exc}") from None
         models.append(str(model))
     require = _list_of_text(table.get("require", []), "require", where("require"))
     require_any = _list_of_text(table.get("require_any", []), "require_any", where("require_any"))

@@ -88,7 +88,7 @@ def model_readings(paths: Sequence[str], flags: Mapping[str, Any]) -> list[Any]:
 def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
                        env_vars: Mapping[str, str] | None = None) -> Environment:
     """An environment from --env-file, overridden by what-if flags."""
-    base = load_env_file(env_file) if env_file else None
+    base = load_env_file(env_file) if env_file is not None else None
     values = {k: v for k, v in facts.items() if v is not None}
     if env_vars:
         values["env_vars"] = dict(env_vars)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import random
 import sys
 import time
@@ -309,9 +310,11 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     started = time.monotonic()
     stream: IO[str] | None = None
     if record:
+        from .inputs import output_opener
+
         try:
             Path(record).parent.mkdir(parents=True, exist_ok=True)
-            stream = open(record, "w", encoding="utf-8")
+            stream = open(record, "w", encoding="utf-8", opener=output_opener("--record"))
         except OSError as exc:
             raise UsageError(f"--record: cannot write {record} ({exc.strerror})") from None
     observations: list[Observation] = []
@@ -387,9 +390,10 @@ class Replay:
 def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every JSON line of an observations file."""
     from ._json import loads_json
+    from .inputs import describe, read_text
 
     out = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(read_text(path, describe(path, "observations file")).splitlines(), 1):
         if not line.strip():
             continue
         record = loads_json(line, f"{path}:{number}")
@@ -504,11 +508,12 @@ class KnownGap:
 def load_known_gaps(path: str | Path) -> list[KnownGap]:
     """The [[gap]] tables of a known-gaps file; each needs a backend and a reason."""
     from ._toml import loads_toml
+    from .inputs import describe, read_text
 
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         return []
-    doc = loads_toml(p.read_text(encoding="utf-8"))
+    doc = loads_toml(read_text(p, describe(p, "known-gaps file")))
     out = []
     allowed = {"backend", "reason", "outcome", "config", "environment"}
     for i, entry in enumerate(doc.get("gap", []) or [], 1):

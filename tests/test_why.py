@@ -207,7 +207,7 @@ def test_cli_text_json_and_exit_codes(cli, tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (("why", "--no-here", "--log", "/no/such/file"), ["--log", "cannot read"]),
+    (("why", "--no-here", "--log", "/no/such/file"), ["--log", "no such log file"]),
     (("why", "--no-here", "x", "--log", "f"), ["not both"]),
     (("why", "--no-here", "   "), ["empty"]),
     (("why", "--no-here", "x", "--format", "sarif"), ["--format", "text, json"]),

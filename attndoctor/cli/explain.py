@@ -25,7 +25,8 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
     env_vars = parse_env_assignments(env.pop("set_env") or [])
     facts = {**{k.replace("-", "_"): v for k, v in project.environment.items()},
              **{k: v for k, v in env.items() if v is not None}}
-    env_file = facts.pop("env_file", None) or project.env_file
+    env_file = facts.pop("env_file", None)
+    env_file = project.env_file if env_file is None else env_file
     environment = whatif_environment(facts, env_file, env_vars)
     report = diagnose_stream(configs, environment, command="explain", backends=output.get("backend"),
                              rules_dir=output.get("rules_dir"), ignore=project.ignore,

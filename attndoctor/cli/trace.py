@@ -28,8 +28,9 @@ def program_command(command: List[str]) -> List[str]:
                          "(or -- torchrun ... / -- python -m pkg ...)")
     first = command[0]
     if first.endswith(".py"):
-        if not Path(first).is_file():
-            raise UsageError(f"{first}: no such Python file")
+        from ..inputs import describe, locate
+
+        locate(first, describe(first, "Python file", "give the program to run (-- python train.py ...)"))
         return [sys.executable, *command]
     if shutil.which(first) is None:
         raise UsageError(f"{first}: no such program on PATH; give a Python program (python train.py, "
@@ -81,8 +82,10 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
     for path, flag in ((output_file, "--output"), (record, "--record")):
         if path:
             check_writable(path, flag)
-    if rules_dir and not Path(rules_dir).is_dir():
-        raise UsageError(f"--rules-dir: {rules_dir} is not a folder")
+    if rules_dir is not None:
+        from ..inputs import FOLDER, describe, locate
+
+        locate(rules_dir, describe(rules_dir, "rules folder", "give a folder of rule files (*.toml)"), FOLDER)
     argv = program_command(list(command or []))
     options = [name for name, on in (("numerics", numerics), ("timing", timing)) if on]
     with tempfile.TemporaryDirectory(prefix="attndoctor-trace-") as directory:

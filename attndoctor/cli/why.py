@@ -20,7 +20,8 @@ def why(text: Optional[str] = typer.Argument(None, help="The error message or wa
         log: Optional[str] = typer.Option(None, "--log", metavar="PATH", help="A whole log or traceback to read."),
         here: Optional[bool] = typer.Option(None, "--here/--no-here", help="Merge the facts of this machine (probe); "
                                             "default: when no what-if flag is given and a GPU or torch is here."),
-        timeout: float = typer.Option(20.0, "--timeout", callback=seconds, help="Seconds allowed for each probe step (--here)."),
+        timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
+                                      help="Seconds allowed for each probe step (--here)."),
         *, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any]) -> None:
     """Explain an error message or log: the rules and known bugs that match, the likely cause, the fix."""
     from ..errors import UsageError
@@ -44,7 +45,7 @@ def why(text: Optional[str] = typer.Argument(None, help="The error message or wa
         from ..probe import probe
 
         base = probe(timeout=timeout)
-        if env_file:
+        if env_file is not None:
             raise UsageError("--here and --env-file both describe the machine; give one")
     else:
         base = whatif_environment({}, env_file)

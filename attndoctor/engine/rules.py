@@ -288,9 +288,13 @@ ERROR_CATALOGUE = "errors.toml"
 @lru_cache(maxsize=8)
 def load_rulebase(directory: str | None = None) -> RuleBase:
     """Load and validate every *.toml under a folder (the bundled rules by default)."""
+    from ..inputs import FOLDER, describe, locate
+
     folder = Path(directory) if directory else bundled_rules_dir()
-    if not folder.is_dir():
-        raise RuleError("no such rules folder", file=str(folder))
+    try:
+        locate(folder, describe(folder, "rules folder", "give a folder of rule files (*.toml)"), FOLDER)
+    except UsageError as exc:
+        raise RuleError(str(exc)) from None
     files = sorted(p for p in folder.rglob("*.toml") if p.name != ERROR_CATALOGUE)
     if not files:
         raise RuleError("no rule files (*.toml) found", file=str(folder))
@@ -305,6 +309,8 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
 
     from .. import __version__
     from .._toml import _cache_dir, prune_cache
+    from ..inputs import describe, read_bytes
+    from ..inputs.cache import read_cache
 
     # The key: attndoctor's version, the code of the pickled classes, and every rule file (name, size, CRC-32).
     parts = [__version__.encode()]
@@ -312,17 +318,18 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
     sources = [here / m for m in ("rules.py", "expr.py", "ranges.py")] + files
     for path in sources:
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_bytes(path, describe(path, "rule file")) if path in files else path.read_bytes()
+        except OSError:  # an install without the module sources: no cache
             return build_rulebase(files, root=folder)
+        except UsageError as exc:
+            raise RuleError(str(exc)) from None
         parts.append(f"{path.name}:{len(data)}:{zlib.crc32(data):08x}".encode())
     key = zlib.crc32(b"|".join(parts))
     cache = _cache_dir()
     target = cache.parent / f"rulebase-{key:08x}-{len(b''.join(parts))}.pickle" if cache else None
     if target is not None:
         try:
-            with open(target, "rb") as handle:
-                base = pickle.load(handle)
+            base = pickle.loads(read_cache(target) or b"")
             if isinstance(base, RuleBase):
                 return base
         except Exception:  # noqa: BLE001 - a stale or foreign cache file is rebuilt, never trusted
@@ -395,9 +402,9 @@ def build_rulebase(files: Iterable[Path], *, root: Path | None = None) -> RuleBa
 def read_data_file(path: Path, display: str) -> tuple[str, dict[str, Any]]:
     """A data file's text and TOML document; an unreadable or malformed file is a RuleError naming it."""
     try:
-        return load_toml_file(path)
-    except (UnicodeDecodeError, OSError) as exc:
-        raise RuleError(f"cannot read ({exc})", file=display) from None
+        return load_toml_file(path, "rule file")
+    except UsageError as exc:
+        raise RuleError(str(exc)) from None
     except ValueError as exc:
         raise RuleError(f"not valid TOML: {exc}", file=display) from None
 

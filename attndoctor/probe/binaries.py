@@ -488,8 +488,10 @@ def _cache_file() -> Path | None:
 def _read_cache(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
+    from ..inputs.cache import read_cache  # noqa: PLC0415
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((read_cache(path) or b"").decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

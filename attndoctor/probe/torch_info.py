@@ -73,7 +73,9 @@ def probe_torch(timeout: float, *, installed_version: str | None = None, query_d
     cache = None if query_device or not use_cache else build_facts_cache()
     if cache is not None and cache.exists():
         try:
-            data = json.loads(cache.read_text(encoding="utf-8"))
+            from ..inputs.cache import read_cache  # noqa: PLC0415
+
+            data = json.loads((read_cache(cache) or b"").decode("utf-8"))
             fill_from_payload(env, data)
         except (OSError, ValueError, TypeError, AttributeError):
             pass

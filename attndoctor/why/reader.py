@@ -7,10 +7,11 @@ import re
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..errors import UsageError
+from ..inputs import MAX_BYTES
 from .catalogue import CONFIG_TARGETS, ENV_TARGETS, CatalogueEntry, set_backends
 from .facts import check_text
 
-MAX_TEXT = 64 * 1024 * 1024
+MAX_TEXT = MAX_BYTES
 """A log larger than this is refused (64 MiB): `why` reads the whole text into memory."""
 MAX_LINE = 20_000
 """Longer lines are cut before matching: a line of megabytes (a tensor dump) is no message."""
@@ -99,28 +100,18 @@ def read_source(text: str | None, log: str | None, stdin: Any) -> str:
     if log is not None and text not in (None, "-"):
         raise UsageError("give the text or --log FILE, not both")
     if log is not None:
-        from pathlib import Path
+        from ..inputs import describe, read_bytes
 
-        path = Path(log)
-        try:
-            if path.stat().st_size > MAX_TEXT:
-                raise UsageError(f"--log {log}: larger than {MAX_TEXT >> 20} MiB; cut the part around the error")
-            raw = path.read_bytes()
-        except IsADirectoryError:
-            raise UsageError(f"--log {log}: is a folder; give a log file") from None
-        except OSError as exc:
-            from ..output import reason
-
-            raise UsageError(f"--log {log}: cannot read ({reason(exc)})") from None
-        return check_text(raw, f"--log {log}")
+        accepted = "give a log or traceback as a text file, or pipe it in (... | attndoctor why -)"
+        return check_text(read_bytes(log, describe(log, "log file", accepted, label=f"--log {log}")), f"--log {log}")
     if text is None or text == "-":
         if stdin is None or (text is None and stdin.isatty()):
             raise UsageError("no text to read; give the error message (attndoctor why 'No available kernel...'), "
                              "--log FILE, or pipe the log in (... | attndoctor why -)")
-        source = getattr(stdin, "buffer", stdin)
-        data = source.read(MAX_TEXT + 1)
-        if len(data) > MAX_TEXT:
-            raise UsageError(f"standard input: larger than {MAX_TEXT >> 20} MiB; cut the part around the error")
+        from ..inputs import Input, read_stream
+
+        data = read_stream(getattr(stdin, "buffer", stdin), Input("standard input", "log",
+                                                                  "cut the part around the error"))
         return check_text(data, "standard input")
     return check_text(text, "the text")
 
