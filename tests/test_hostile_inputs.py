@@ -295,7 +295,7 @@ def test_an_empty_path(cli, option, path):
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
 def test_why_takes_the_timeout_every_command_takes(cli, value):
-    one_line_error(cli("why", "--here", "No available kernel.", "--timeout", value), "--timeout", "positive")
+    one_line_error(cli("why", "--here", "No available kernel.", "--timeout", value), "--timeout", "above 0")
 
 
 def test_a_huge_sparse_jsonl_line_is_refused_at_the_cap(cli, tmp_path):
