@@ -159,7 +159,8 @@ def intent_run(tmp_path_factory):
 def test_the_call_site_is_the_user_s_frame_not_transformers_nor_site_packages(intent_run):
     doc, _ = intent_run
     check(doc)
-    sites = {f"intent_model.py:{line_of('intent_model.py', m)}" for m in ("ATTN-SITE", "SINK-ATTN-SITE", "LIB-SITE")}
+    sites = {f"intent_model.py:{line_of('intent_model.py', m)}"
+             for m in ("ATTN-SITE", "SINK-ATTN-SITE", "LIB-SITE", "FLASH-APPLIED-SITE", "FLASH-DROPPED-SITE")}
     assert {c["site"] for c in doc["calls"]} == sites
 
 
@@ -194,6 +195,17 @@ def test_softcap_window_and_sinks_the_call_did_not_apply_are_findings_with_the_f
     assert sink["intent"]["read_from"]["sinks"] == "sdpa_attention_forward(kwargs s_aux)"
     [plain] = calls_at(doc, f"intent_model.py:{line_of('intent_model.py', 'LIB-SITE')}")
     assert "intent" not in plain and "intent_findings" not in plain
+
+
+def test_flash_attn_called_without_the_softcap_the_module_asks_for_is_a_finding(intent_run):
+    doc, _ = intent_run
+    [applied] = calls_at(doc, f"intent_model.py:{line_of('intent_model.py', 'FLASH-APPLIED-SITE')}")
+    [dropped] = calls_at(doc, f"intent_model.py:{line_of('intent_model.py', 'FLASH-DROPPED-SITE')}")
+    assert applied["ran"] == dropped["ran"] == "flash-attn-2"
+    assert applied["config"]["softcap"] == 30.0 and "intent_findings" not in applied
+    [found] = dropped["intent_findings"]
+    assert found["asks"] == "softcap" and "flash-attn-2 ran with softcap 0" in found["text"]
+    assert dropped["intent"]["read_from"]["softcap"] == "FlashSoftcapAttention.softcap"
 
 
 @pytest.mark.parametrize("names, expected", [
