@@ -694,20 +694,7 @@ class Evaluator:
         return found
 
     def status(self, backend: Backend, findings: Sequence[Finding]) -> str:
-        if any(f.id == "AD-NOT-INSTALLED" and f.applies for f in findings):
-            return "not-installed"
-        definite = [f for f in findings if f.blocking and f.applies is True]
-        if definite:
-            for effect in BLOCKING:
-                if any(f.effect == effect for f in definite):
-                    return effect
-        if any(f.id == OUTSIDE for f in findings):
-            return "outside-rules"
-        if any(f.blocking and f.applies is None for f in findings):
-            return "depends"
-        if any(f.at_risk for f in findings):
-            return "known-bug"
-        return "supported"
+        return status_of(findings)
 
     def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment, *,
                      sweep: bool = False) -> str:
@@ -1019,6 +1006,65 @@ class Evaluator:
         pick = _walk(entry.order, verdicts)
         return Selection(framework, pick.status, pick.backend, entry.order, candidates=pick.candidates,
                          note=entry.note, entry=entry.id, reason=pick.reason, references=entry.references)
+
+
+def status_of(findings: Sequence[Finding]) -> str:
+    """A backend's status from its findings: the worst definite effect, else what keeps it open."""
+    if any(f.id == "AD-NOT-INSTALLED" and f.applies for f in findings):
+        return "not-installed"
+    definite = [f for f in findings if f.blocking and f.applies is True]
+    if definite:
+        for effect in BLOCKING:
+            if any(f.effect == effect for f in definite):
+                return effect
+    if any(f.id == OUTSIDE for f in findings):
+        return "outside-rules"
+    if any(f.blocking and f.applies is None for f in findings):
+        return "depends"
+    if any(f.at_risk for f in findings):
+        return "known-bug"
+    return "supported"
+
+
+def settle_data(result: ConfigResult, decided: Mapping[str, tuple[bool, str]]) -> ConfigResult:
+    """The result once the data conditions in `decided` are known ((met, what was seen), e.g. from the tensors a
+    traced program passed): an advisory whose data are all met applies outright, one with a data condition not met
+    does not apply; statuses and each framework's pick follow."""
+    verdicts = []
+    changed = False
+    for verdict in result.all_verdicts:
+        findings = []
+        for f in verdict.findings:
+            known = [decided[d] for d in f.data if d in decided]
+            if not f.at_risk or not known or (len(known) < len(f.data) and all(met for met, _ in known)):
+                findings.append(f)
+                continue
+            seen = "; ".join(what for _, what in known)
+            if all(met for met, _ in known):
+                f = f._replace(data=(), message=f"{f.message} (the data meet it: {seen})")
+            else:
+                f = f._replace(applies=False, message=f"{f.message} (not met by the data: {seen})")
+            findings.append(f)
+        status = status_of(findings)
+        if tuple(findings) != verdict.findings:
+            changed = True
+            keep_fix = status not in ("supported", "depends", "outside-rules", "not-installed")
+            verdict = verdict._replace(status=status, findings=tuple(findings),
+                                       fix=verdict.fix if keep_fix else None,
+                                       alternatives=verdict.alternatives if keep_fix else ())
+        verdicts.append(verdict)
+    if not changed:
+        return result
+    by_id = {v.backend.id: v for v in verdicts}
+    selected = []
+    for selection in result.selected:
+        if selection.status in ("selected", "wrong-results", "fails") and selection.backend in by_id and \
+                selection.note != "whichever order applies":
+            pick = _walk(selection.order, by_id)
+            selection = selection._replace(status=pick.status, backend=pick.backend, candidates=pick.candidates,
+                                           reason=pick.reason)
+        selected.append(selection)
+    return result._replace(all_verdicts=tuple(verdicts), selected=tuple(selected))
 
 
 class _Pick(NamedTuple):

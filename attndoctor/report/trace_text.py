@@ -6,6 +6,7 @@ import json
 from typing import IO, Any
 
 from ..engine.gate import evaluate_gate
+from ..trace.reader import compact_modules
 from ..words import plural
 from .term import Console, Table, Text
 from .text import environment_lines, render_matrix, render_result
@@ -58,58 +59,75 @@ def _calls_table(trace: Any) -> Table:
     for name in ("site", "module", "phase", "calls", "ran", "op", "config"):
         table.add_column(name, no_wrap=name != "config")
     results = trace.report.results
+    rows: dict[tuple, list] = {}
     for call in trace.calls:
         label = results[call["result"]].config._replace(name="").label() if call.get("result") is not None else _raw(call)
         extra = _details(call)
-        ran = Text(call.get("ran") or "?", style="green" if call.get("matches") is not False else "yellow")
         if "timing_ms" in call:
             extra += f" · {call['timing_ms']['median']:.3f} ms median"
-        table.add_row(call["site"], call.get("module") or "–", PHASE.get(call["phase"], call["phase"]),
-                      str(call["count"]), ran, _short_op(call.get("op", "")), label + extra)
+        key = (call["site"], call["phase"], call.get("ran"), call.get("op", ""), label + extra, call.get("matches"))
+        row = rows.setdefault(key, [[], 0])
+        row[0].append(call.get("module") or "")
+        row[1] += call["count"]
+    for (site, phase, ran, op, config, matches), (modules, count) in rows.items():
+        table.add_row(site, compact_modules(modules) or "–", PHASE.get(phase, phase), str(count),
+                      Text(ran or "?", style="green" if matches is not False else "yellow"), _short_op(op), config)
     return table
 
 
 def _call_lines(trace: Any) -> list[Text]:
-    """What the framework would pick vs what ran, things not modelled, and advisories decided by the data."""
-    lines: list[Text] = []
-    shown: set[str] = set()
+    """What the framework would pick vs what ran, things not modelled, advisories decided by the data, and what the
+    model asked for that the call did not apply: one line per site and finding, its modules and calls counted."""
+    grouped: dict[tuple[str, str], list] = {}
+    order: list[tuple[str, str]] = []
+
+    def add(call: dict[str, Any], text: str, style: str, site: bool = True) -> None:
+        key = (call["site"] if site else "", text)
+        if key not in grouped:
+            grouped[key] = [[], 0, style]
+            order.append(key)
+        grouped[key][0].append(call.get("module") or "")
+        grouped[key][1] += call["count"]
+
     for call in trace.calls:
-        where = call["site"] + (f" {call['module']}" if call.get("module") else "")
         predicted = call.get("predicted")
         if predicted and call.get("matches") is False:
-            line = f"{where}: {call['ran']} ran; the rules predict {predicted['framework']} picks " \
-                   f"{predicted['backend'] or 'nothing'} ({predicted['status']}) for this config"
-            if line not in shown:
-                shown.add(line)
-                lines.append(Text(line, style="yellow"))
-        if call.get("not_modelled") and call["ran"] not in shown:
-            shown.add(call["ran"])
-            lines.append(Text(f"{call['ran']}: {call['not_modelled']}", style="dim"))
+            add(call, f"{call['ran']} ran; the rules predict {predicted['framework']} picks "
+                      f"{predicted['backend'] or 'nothing'} ({predicted['status']}) for this config", "yellow")
+        if call.get("not_modelled"):
+            add(call, f"{call['ran']}: {call['not_modelled']}", "dim", site=False)
+        for found in call.get("intent_findings", []):
+            add(call, f"the model asks for {found['text']}: {found['message']}; fix: {found['fix']}", "red")
         for adv in call.get("advisories", []):
-            line = {"hit": f"{where}: {adv['rule']} HIT ({adv['where']}): {adv['title']}",
-                    "not hit": f"{where}: {adv['rule']} not hit by the data seen: {adv['title']}",
-                    }.get(adv["state"], f"{where}: {adv['rule']} at risk: {adv['title']} "
-                                        f"(at risk if {', '.join(adv['data'])}; --numerics measures "
-                                        "low-lse and masked-rows)")
-            if line not in shown:
-                shown.add(line)
-                lines.append(Text(line, style="red" if adv["state"] == "hit" else "yellow"))
+            seen = f" ({adv['where']})" if adv.get("where") else ""
+            text = {"hit": f"{adv['rule']} HIT{seen}: {adv['title']}",
+                    "not hit": f"{adv['rule']} not hit by the data seen{seen}: {adv['title']}",
+                    }.get(adv["state"], f"{adv['rule']} at risk: {adv['title']} (at risk if {', '.join(adv['data'])}"
+                                        + (f"; seen: {adv['where']})" if adv.get("where") else
+                                           "; --numerics measures low-lse and masked-rows)"))
+            add(call, text, "red" if adv["state"] == "hit" else "yellow" if adv["state"] == "at risk" else "dim")
         faster = call.get("faster")
         if faster:
             than = f"{faster['speedup']:.2f}x faster than {call['ran']} ({faster['ms']:.3f} vs {faster['ran_ms']:.3f} " \
                    f"ms {faster['metric'].replace('_', '+')})" if faster.get("speedup") else \
                    f"the fastest timed ({faster['ms']:.3f} ms {faster['metric'].replace('_', '+')}; {call['ran']} " \
                    "was not timed)"
-            line = f"{where}: {faster['backend']} is {than}: {faster['select']}"
-            if line not in shown:
-                shown.add(line)
-                lines.append(Text(line, style="cyan"))
+            add(call, f"{faster['backend']} is {than}: {faster['select']}", "cyan")
         numerics = call.get("numerics") or {}
         if numerics.get("nonfinite_calls"):
             first = numerics.get("first_nonfinite") or {}
-            lines.append(Text(f"{where}: {numerics['nonfinite_calls']} {PHASE.get(call['phase'])} call(s) gave "
-                              f"non-finite values (first: {first.get('tensor')} at step {first.get('step')})",
-                              style="red"))
+            add(call, f"{numerics['nonfinite_calls']} {PHASE.get(call['phase'])} call(s) gave non-finite values "
+                      f"(first: {first.get('tensor')} at step {first.get('step')})", "red")
+    lines = []
+    for site, text in order:
+        modules, count, style = grouped[(site, text)]
+        if not site:
+            lines.append(Text(text, style=style))
+            continue
+        where = site + (f" {compact_modules(modules)}" if any(modules) else "")
+        if len(modules) > 1:
+            where += f" ({plural(len(set(modules)), 'module')}, {plural(count, 'call')})"
+        lines.append(Text(f"{where}: {text}", style=style))
     return lines
 
 

@@ -8,10 +8,24 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 from ..config import AttentionConfig, make_config
 from ..errors import UsageError
+from ..words import plural
 from .record import ENGINE_FIELDS, NOT_MODELLED
 
 DATA_DECIDED = ("low-lse", "masked-rows")
 """Data conditions of the advisories that --numerics measures on the real tensors."""
+SDPA_APIS = ("torch.nn.functional.scaled_dot_product_attention",)
+"""Where a call without an attn_mask tensor and with a top-left is_causal has no fully masked row."""
+
+FIXES_FOR = {
+    "softcap": "attn_implementation='eager', 'flex_attention', or 'flash_attention_2' with flash-attn >= 2.6 "
+               "(they apply the softcap)",
+    "window": "attn_implementation='eager', 'flex_attention' or 'flash_attention_2' (they apply the window), or an "
+              "attention_mask that carries the window",
+    "sinks": "attn_implementation='eager', 'flex_attention' on a GPU, or a flash kernel that takes sinks "
+             "('kernels-community/vllm-flash-attn3')",
+}
+"""The attn_implementation that applies what the model asks for (transformers' attention functions: the eager and
+flex ones apply softcap and s_aux, flash_attention_2 passes softcap and sliding_window to flash-attn)."""
 
 
 class TraceReport(NamedTuple):
@@ -103,6 +117,23 @@ def call_config(call: dict[str, Any]) -> AttentionConfig | None:
         return None
 
 
+def compact_modules(names: list[str]) -> str:
+    """Module paths that differ in one number only, as one pattern: model.layers.{0-3}.self_attn."""
+    names = list(dict.fromkeys(n for n in names if n))
+    if len(names) <= 1:
+        return names[0] if names else ""
+    split = [n.split(".") for n in names]
+    if len({len(p) for p in split}) == 1:
+        differ = [i for i in range(len(split[0])) if len({p[i] for p in split}) > 1]
+        if len(differ) == 1 and all(p[differ[0]].isdigit() for p in split):
+            at = differ[0]
+            numbers = sorted(int(p[at]) for p in split)
+            span = f"{numbers[0]}-{numbers[-1]}" if numbers == list(range(numbers[0], numbers[-1] + 1)) else \
+                ",".join(map(str, numbers))
+            return ".".join(split[0][:at] + ["{" + span + "}"] + split[0][at + 1:])
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def record_lines(calls: Iterable[dict[str, Any]]) -> list[str]:
     """The distinct configs of the forward calls as JSON lines that `explain/verify --config-file` read."""
     seen: dict[AttentionConfig, None] = {}
@@ -119,9 +150,18 @@ def record_lines(calls: Iterable[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _config_name(calls: list[dict[str, Any]]) -> str:
+    """The first site that made a config, with its modules, and how many other sites made it too."""
+    site = calls[0]["site"]
+    modules = compact_modules([c.get("module") or "" for c in calls if c["site"] == site])
+    others = len({c["site"] for c in calls}) - 1
+    return site + (f" {modules}" if modules else "") + (f" (+{plural(others, 'other site')})" if others else "")
+
+
 def trace_report(records: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], environment: Any, *,
                  argv: Sequence[str] = (), exit_code: int | None = None, rules_dir: str | None = None) -> TraceReport:
     """Diagnose the recorded calls' distinct configs on `environment`, and lay each call beside its result."""
+    from ..engine.evaluate import settle_data
     from ..services import diagnose_many
 
     calls = merge(records)
@@ -134,13 +174,17 @@ def trace_report(records: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]],
             continue
         if config not in index:
             index[config] = len(configs)
-            name = call["site"] + (f" {call['module']}" if call.get("module") else "")
-            configs.append(config._replace(name=name))
+            configs.append(config)
         call["result"] = index[config]
+    configs = [config._replace(name=_config_name([c for c in calls if c["result"] == i]))
+               for i, config in enumerate(configs)]
     report = diagnose_many(configs, environment, command="trace", rules_dir=rules_dir)
+    as_evaluated = list(report.results)
+    for index, result in enumerate(as_evaluated):
+        report.results[index] = settle_data(result, settled_facts(c for c in calls if c["result"] == index))
     for call in calls:
         if call["result"] is not None:
-            _judge(call, report.results[call["result"]])
+            _judge(call, report.results[call["result"]], as_evaluated[call["result"]])
     notes = _notes(records, calls)
     first = None
     for header, _ in records:
@@ -151,10 +195,58 @@ def trace_report(records: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]],
                        argv=list(argv), exit_code=exit_code, first_nonfinite=first)
 
 
-def _judge(call: dict[str, Any], result: Any) -> None:
-    """What the framework would pick vs what ran, and the advisories on what ran, decided by the data where
-    --numerics measured it."""
+def data_facts(call: dict[str, Any]) -> dict[str, tuple[bool | None, str]]:
+    """The advisories' data conditions this call's record settles: (met, what was seen), met None where the record
+    says something but does not decide it."""
+    config = call.get("config") or {}
+    details = call.get("details") or {}
+    numerics = call.get("numerics") or {}
+    out: dict[str, tuple[bool | None, str]] = {}
+    kind = details.get("mask_kind")
+    dtype = config.get("dtype")
+    if kind == "none" or kind == "bool" or str(kind).startswith("float bias ("):
+        fp32 = kind == "float bias (fp32)"
+        out["fp32-mask"] = (fp32 and dtype in ("bf16", "fp16"),
+                            "no attn_mask tensor" if kind == "none" else f"attn_mask {kind} with {dtype} q, k, v")
+    if "masked_rows" in numerics:
+        out["masked-rows"] = (bool(numerics["masked_rows"]), "fully masked rows" if numerics["masked_rows"] else
+                              "no fully masked row in any call's mask (--numerics)")
+    elif details.get("fully_masked_rows"):
+        out["masked-rows"] = (True, "fully masked rows in the mask")
+    elif kind == "none" and call.get("api") in SDPA_APIS and config.get("mask") in ("none", "causal"):
+        out["masked-rows"] = (False, "no attn_mask tensor, and is_causal (top-left) leaves every query row key 0")
+    elif details.get("fully_masked_rows") is False:
+        out["masked-rows"] = (None, "the first mask of this call has no fully masked row; --numerics checks every "
+                                    "call's")
+    if "lse_min_per_head" in numerics:
+        low = numerics.get("low_lse_heads") or []
+        out["low-lse"] = (bool(low), (f"head {low[0]}" if len(low) == 1 else f"heads {', '.join(map(str, low))}")
+                          if low else f"minimum logsumexp {min(numerics['lse_min_per_head']):.1f}")
+    if details.get("contiguous") is True:
+        out["strided-inputs"] = (False, "q, k and v are contiguous")
+    elif details.get("contiguous") is False:
+        which = [n for n in ("q", "k", "v") if details.get(f"contiguous_{n}") is False]
+        out["strided-inputs"] = (None, f"{', '.join(which) or 'q, k or v'} not contiguous (strides "
+                                       + "; ".join(f"{n} {details.get(f'strides_{n}')}" for n in which) + ")")
+    if config.get("train") is True:
+        out["mask-grad"] = (False, "q, k or v requires grad")
+    lengths = details.get("block_mask_seq_lengths")
+    if lengths and config.get("seqlen_q") is not None and config.get("seqlen_kv") is not None:
+        longer = lengths[0] > config["seqlen_q"] or lengths[1] > config["seqlen_kv"]
+        out["blockmask-length"] = (longer, f"BlockMask built for {lengths[0]}x{lengths[1]}, call "
+                                           f"{config['seqlen_q']}x{config['seqlen_kv']}")
+    return out
+
+
+def _judge(call: dict[str, Any], result: Any, as_evaluated: Any) -> None:
+    """What the framework would pick vs what ran, the advisories on what ran decided by the recorded data where it
+    settles them, and what the model asked for that the call did not apply."""
+    from ..engine.evaluate import settle_data
+
     ran = call.get("ran")
+    intent = intent_findings(call)
+    if intent:
+        call["intent_findings"] = intent
     framework = {"sdpa": "pytorch", "te": "transformer-engine"}.get(str(ran).split("-")[0])
     ids = {v.backend.id for v in result.all_verdicts}
     if framework:
@@ -168,35 +260,72 @@ def _judge(call: dict[str, Any], result: Any) -> None:
         elif ran == "flex-attention":
             call["not_modelled"] = "the rules do not model flex-attention yet"
         return
-    verdict = result.verdict(ran)
-    call["verdict"] = verdict.status
-    numerics = call.get("numerics") or {}
+    facts = data_facts(call)
+    own = {name: (met, seen) for name, (met, seen) in facts.items() if met is not None}
+    call["verdict"] = settle_data(as_evaluated, own).verdict(ran).status
     advisories = []
-    for finding in verdict.findings:
+    for finding in as_evaluated.verdict(ran).findings:
         if not finding.at_risk:
             continue
-        state, where = "at risk", ""
-        decided = [d for d in finding.data if d in DATA_DECIDED]
-        if numerics and decided and len(decided) == len(finding.data):
-            hits = []
-            for condition in decided:
-                if condition == "low-lse" and numerics.get("low_lse_heads"):
-                    heads = ", ".join(str(h) for h in numerics["low_lse_heads"])
-                    hits.append(f"head {heads}" if len(numerics["low_lse_heads"]) == 1 else f"heads {heads}")
-                elif condition == "masked-rows" and (numerics.get("masked_rows") or
-                                                     (call.get("details") or {}).get("fully_masked_rows")):
-                    hits.append("fully masked rows")
-                elif condition == "low-lse" and "lse_min_per_head" not in numerics:
-                    hits = []
-                    break
-            if len(hits) == len(decided):
-                state, where = "hit", ", ".join(hits)
-            elif len(hits) == 0 and all(c != "low-lse" or "lse_min_per_head" in numerics for c in decided):
-                state = "not hit"
+        known = [(d, facts[d]) for d in finding.data if d in facts]
+        state = "at risk"
+        if any(met is False for _, (met, _) in known):
+            state = "not hit"
+            known = [(d, f) for d, f in known if f[0] is False]
+        elif known and len(known) == len(finding.data) and all(met for _, (met, _) in known):
+            state = "hit"
         advisories.append({"rule": finding.id, "title": finding.title, "data": list(finding.data), "state": state,
-                           "where": where})
+                           "where": "; ".join(seen for _, (_, seen) in known)})
     if advisories:
         call["advisories"] = advisories
+
+
+def settled_facts(calls: Iterable[dict[str, Any]]) -> dict[str, tuple[bool, str]]:
+    """The data conditions every one of these calls (one config's) settles: met where some call meets it (named by
+    its site), not met where every call settles it as not met."""
+    per: dict[str, list[tuple[bool | None, str, str]]] = {}
+    calls = list(calls)
+    for call in calls:
+        for name, (met, seen) in data_facts(call).items():
+            per.setdefault(name, []).append((met, seen, call["site"]))
+    out: dict[str, tuple[bool, str]] = {}
+    for name, seen in per.items():
+        hit = next((s for s in seen if s[0] is True), None)
+        if hit is not None:
+            out[name] = (True, f"{hit[1]} at {hit[2]}")
+        elif len(seen) == len(calls) and all(s[0] is False for s in seen):
+            out[name] = (False, "; ".join(dict.fromkeys(s[1] for s in seen)))
+    return out
+
+
+def intent_findings(call: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the model's attention asks for (softcap, a sliding window, sinks) that the kernel that ran did not apply:
+    silently different attention from the one the model was trained with."""
+    intent = call.get("intent") or {}
+    if not intent or call.get("phase") != "forward":
+        return []
+    ran = str(call.get("ran") or "")
+    config = call.get("config") or {}
+    read = intent.get("read_from") or {}
+    dropped: list[tuple[str, str]] = []
+    sdpa = ran.startswith("sdpa-")
+    flash = ran.startswith("flash-attn")
+    if "softcap" in intent and (sdpa or (flash and not config.get("softcap"))):
+        dropped.append(("softcap", f"softcap {intent['softcap']:g} ({read.get('softcap')}): {ran} "
+                                   + ("takes no softcap" if sdpa else "ran with softcap 0")))
+    window = intent.get("window")
+    if window and config.get("seqlen_kv") is not None and config["seqlen_kv"] > window:
+        if sdpa and (call.get("details") or {}).get("mask_kind") == "none":
+            dropped.append(("window", f"sliding window {window} ({read.get('window')}): {ran} ran with no "
+                                      f"attn_mask over {config['seqlen_kv']} keys, so every key was attended"))
+        elif flash and list(config.get("window") or [-1, -1]) == [-1, -1]:
+            dropped.append(("window", f"sliding window {window} ({read.get('window')}): {ran} ran with "
+                                      f"window_size (-1, -1) over {config['seqlen_kv']} keys"))
+    if intent.get("sinks") and sdpa:
+        dropped.append(("sinks", f"attention sinks ({read.get('sinks')}): {ran} takes no sinks"))
+    return [{"asks": what, "text": text, "effect": "wrong-results",
+             "message": "the model's attention differs from the one it was trained with (no error)",
+             "fix": FIXES_FOR[what]} for what, text in dropped]
 
 
 def attach_bench(trace: TraceReport, bench: Any) -> None:

@@ -32,23 +32,47 @@ _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "
            "torch.float8_e4m3fn": "fp8", "torch.float8_e5m2": "fp8"}
 
 
+OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+"""attndoctor's own folder: its frames are neither the call site nor the fallback."""
+LIBRARIES = ("torch", "transformers", "flash_attn", "flash_attn_interface", "transformer_engine", "accelerate", "peft",
+             "kernels", "vllm", "sglang", "diffusers", "deepspeed", "triton")
+"""Packages whose frames are never the call site, wherever they are installed (an editable checkout included)."""
+
+
 def _skip_dirs() -> tuple[str, ...]:
-    """Folders whose frames are never the call site: torch, transformers, attndoctor and the attention libraries."""
-    dirs = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    for name in ("torch", "transformers", "flash_attn", "flash_attn_interface", "transformer_engine", "accelerate",
-                 "peft"):
-        module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
+    """Folders whose frames are never the call site: attndoctor, the standard library, site-packages and
+    dist-packages, and the libraries of LIBRARIES that are imported now (each ending in a separator)."""
+    import site
+    import sysconfig
+
+    dirs = [OWN_DIR]
+    paths = sysconfig.get_paths()
+    dirs += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)]
+    try:
+        dirs += list(site.getsitepackages()) + [site.getusersitepackages()]
+    except AttributeError:  # a virtualenv's old site.py without them
+        pass
+    for name in LIBRARIES:
+        path = getattr(sys.modules.get(name), "__file__", None)
         if path:
-            dirs.append(os.path.dirname(os.path.abspath(path)) if name != "flash_attn_interface" else path)
-    return tuple(dirs)
+            dirs.append(os.path.dirname(os.path.abspath(path)) if not path.endswith(f"{name}.py") else path)
+    return tuple(sorted({d.rstrip(os.sep) + (os.sep if not d.endswith(".py") else "") for d in dirs if d}))
+
+
+def is_library(filename: str, skip: tuple[str, ...]) -> bool:
+    """Whether a frame's file belongs to a library (or the standard library), not to the user's program."""
+    if filename.startswith("<"):
+        return filename.startswith("<frozen")
+    absolute = os.path.abspath(filename)
+    parts = absolute.split(os.sep)
+    return absolute.startswith(skip) or "site-packages" in parts or "dist-packages" in parts
 
 
 class _Entry:
     """One aggregate: a (site, module, config, op) seen `count` times, with its numerics and timing."""
 
     __slots__ = ("site", "module", "api", "fields", "details", "op", "ran", "phase", "count", "nonfinite",
-                 "first_nonfinite", "lse_min", "masked_rows", "events", "times_ms", "note")
+                 "first_nonfinite", "lse_min", "masked_rows", "events", "times_ms", "note", "intent")
 
     def __init__(self, site: str, module: str, api: str, fields: dict, details: dict, op: str, ran: str,
                  phase: str, note: str = "") -> None:
@@ -61,6 +85,7 @@ class _Entry:
         self.masked_rows: Any = None
         self.events: list = []
         self.times_ms: list[float] = []
+        self.intent: dict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"site": self.site, "module": self.module, "api": self.api, "phase": self.phase,
@@ -68,6 +93,8 @@ class _Entry:
                                "details": self.details}
         if self.note:
             out["note"] = self.note
+        if self.intent:
+            out["intent"] = self.intent
         return out
 
 
@@ -119,6 +146,7 @@ class Recorder:
         self.lock = threading.RLock()
         self.skip: tuple[str, ...] = ()
         self.skip_cache: dict[str, bool] = {}
+        self.skip_seen: set[str] = set()
         self.names: dict[int, tuple[Any, dict[int, str]]] = {}
         self.compiled_at_start = 0
         self.own_graphs = 0
@@ -135,7 +163,7 @@ class Recorder:
         import torch
         import torch.nn.functional as F
 
-        self.skip = _skip_dirs()
+        self._refresh_skip()
         self._patch(F, "scaled_dot_product_attention", self._wrap_sdpa)
         try:
             from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -212,10 +240,11 @@ class Recorder:
     # ------------------------------------------------------------ where the call came from
 
     def _site_and_module(self) -> tuple[str, str]:
-        """The first frame outside the skipped folders (file:line), and the innermost nn.Module in a `forward` frame
-        on the stack, named from the outermost one's named_modules()."""
+        """The first frame outside libraries (file:line; the innermost library frame when every frame is a
+        library's), and the innermost nn.Module in a `forward` frame on the stack, named from the outermost one's
+        named_modules()."""
         frame = sys._getframe(2)
-        site = ""
+        site = fallback = ""
         inner = outer = None
         named = ""
         Module = _module_type()
@@ -225,14 +254,17 @@ class Recorder:
                 filename = code.co_filename
                 skip = self.skip_cache.get(filename)
                 if skip is None:
-                    absolute = os.path.abspath(filename) if not filename.startswith("<") else filename
-                    skip = absolute.startswith(self.skip) or filename.startswith("<frozen")
-                    self.skip_cache[filename] = skip
-                if not skip:
+                    if any(name in sys.modules for name in LIBRARIES if name not in self.skip_seen):
+                        self._refresh_skip()
+                    skip = self.skip_cache[filename] = is_library(filename, self.skip)
+                if not skip or not (fallback or filename.startswith(OWN_DIR)):
                     short = self.shorts.get(filename)
                     if short is None:
                         short = self.shorts[filename] = _short(filename)
-                    site = f"{short}:{frame.f_lineno}"
+                    if skip:
+                        fallback = f"{short}:{frame.f_lineno}"
+                    else:
+                        site = f"{short}:{frame.f_lineno}"
             if not named and code.co_name == "forward" and code.co_argcount and code.co_varnames[0] == "self":
                 obj = frame.f_locals.get("self")
                 if isinstance(obj, Module):
@@ -243,7 +275,15 @@ class Recorder:
             if site and named:  # the rest of the stack can change neither
                 break
             frame = frame.f_back
-        return site or "?", named or self._module_name(inner, outer)
+        return site or fallback or "?", named or self._module_name(inner, outer)
+
+    def _refresh_skip(self) -> None:
+        """A library imported since the folders were listed (transformers after torch) joins them."""
+        self.skip_seen = {name for name in LIBRARIES if name in sys.modules}
+        skip = _skip_dirs()
+        if skip != self.skip:
+            self.skip = skip
+            self.skip_cache.clear()
 
     def _known_name(self, inner: Any) -> str:
         """The module path of a module named before (by its outermost module's named_modules()), else ''."""
@@ -355,6 +395,8 @@ class Recorder:
             self.observed[key] = (op, previous[1] + 1 if previous and previous[0] == op else 1)
         entry = self._entry(site, module, "torch.nn.functional.scaled_dot_product_attention", fields, details,
                             op_label, ran, "forward", note)
+        if entry.intent is None:
+            entry.intent = model_intent(sys._getframe(1))
         if self.observed[key][1] >= OBSERVED_ENOUGH and entry.fields == fields and entry.details == details:
             self.fast[fast] = (entry, op)
         if timer is not None:
@@ -428,6 +470,8 @@ class Recorder:
               backward_op: str = "", note: str = "") -> None:
         """Count a forward call, check its output, and follow it into backward (where `backward_op` names it)."""
         entry = self._entry(site, module, api, fields, details, op, ran, "forward", note)
+        if entry.intent is None:
+            entry.intent = model_intent(sys._getframe(1)) if ran.startswith("flash-attn") else {}
         self.seq += 1
         first = out[0] if isinstance(out, tuple) else out
         if self.numerics:
@@ -675,7 +719,58 @@ def _compiled_graphs() -> int:
         return 0
 
 
+INTENT_KWARGS = {"softcap": "softcap", "sliding_window": "window", "s_aux": "sinks", "sinks": "sinks"}
+"""Arguments of transformers' attention functions (attention_interface) that state what the model's attention is."""
+INTENT_ATTRS = (("attn_logit_softcapping", "softcap"), ("softcap", "softcap"), ("sliding_window", "window"),
+                ("sinks", "sinks"))
+"""Attributes of the attention module that state the same (Gemma-2's attn_logit_softcapping, gpt-oss's sinks)."""
+
+
+def model_intent(frame: Any) -> dict[str, Any]:
+    """What the model's attention asks for (softcap, sliding window, sinks), read once per call key from the
+    frames between the attention call and the attention module's forward: the attention function's arguments
+    first, then the module's attributes and its config's attn_logit_softcapping."""
+    asks: dict[str, Any] = {}
+    read: dict[str, str] = {}
+    Module = _module_type()
+    while frame is not None:
+        code = frame.f_code
+        local = frame.f_locals
+        module = local.get("self") if code.co_name == "forward" else None
+        if isinstance(module, Module):
+            for attr, what in INTENT_ATTRS:
+                if what not in read and hasattr(module, attr):
+                    asks[what], read[what] = getattr(module, attr), f"{type(module).__name__}.{attr}"
+            config = getattr(module, "config", None)
+            if "softcap" not in read and getattr(config, "attn_logit_softcapping", None) is not None:
+                asks["softcap"] = config.attn_logit_softcapping
+                read["softcap"] = f"{type(module).__name__}.config.attn_logit_softcapping"
+            break
+        if not code.co_filename.startswith(OWN_DIR):
+            kwargs = local.get("kwargs")
+            for scope, label in ((kwargs if isinstance(kwargs, dict) else {}, "kwargs"), (local, "argument")):
+                for name, what in INTENT_KWARGS.items():
+                    if what not in read and name in scope and (label == "kwargs" or name in code.co_varnames):
+                        asks[what], read[what] = scope[name], f"{code.co_name}({label} {name})"
+        frame = frame.f_back
+    out: dict[str, Any] = {}
+    softcap, window, sinks = asks.get("softcap"), asks.get("window"), asks.get("sinks")
+    if isinstance(softcap, (int, float)) and not isinstance(softcap, bool) and softcap > 0:
+        out["softcap"] = float(softcap)
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        out["window"] = int(window)
+    if sinks is not None and hasattr(sinks, "shape"):
+        out["sinks"] = True
+    if out:
+        out["read_from"] = {k: read[k] for k in ("softcap", "window", "sinks") if k in out}
+    return out
+
+
 def _short(filename: str) -> str:
+    parts = filename.split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            return os.sep.join(parts[len(parts) - parts[::-1].index(marker):])
     try:
         relative = os.path.relpath(filename)
     except ValueError:
@@ -781,7 +876,10 @@ def _sdpa_fields(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float, is_ca
     details: dict[str, Any] = {"mask_kind": _mask_kind(attn_mask), "gqa": bool(gqa or kv_heads != heads),
                                "enable_gqa": bool(gqa), "scale": None if scale is None else float(scale),
                                "device": str(q.device), "shape_q": list(shape),
-                               "strides_q": list(q.stride()), "contiguous": all(t.is_contiguous() for t in (q, k, v))}
+                               "strides_q": list(q.stride()), "strides_k": list(k.stride()),
+                               "strides_v": list(v.stride()), "contiguous": all(t.is_contiguous() for t in (q, k, v))}
+    if not details["contiguous"]:
+        details.update({f"contiguous_{n}": t.is_contiguous() for n, t in (("q", q), ("k", k), ("v", v))})
     if attn_mask is not None:
         details["mask_shape"] = list(attn_mask.shape)
     return fields, details
@@ -793,6 +891,9 @@ def _flex_fields(q: Any, k: Any, v: Any, score_mod: Any, block_mask: Any, gqa: A
     mask_name = getattr(mask_mod, "__name__", "") if mask_mod is not None else ""
     if block_mask is not None:
         fields["mask"] = "causal" if "causal" in mask_name.lower() and "pad" not in mask_name.lower() else "arbitrary"
+    lengths = getattr(block_mask, "seq_lengths", None)
+    if lengths is not None:
+        details["block_mask_seq_lengths"] = [int(n) for n in lengths]
     details.update({"mask_kind": "block_mask" if block_mask is not None else "none",
                     "mask_mod": mask_name or None, "score_mod": getattr(score_mod, "__name__", None)
                     if score_mod is not None else None})
