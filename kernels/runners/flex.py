@@ -71,7 +71,7 @@ class FlexRunner(KernelRunner):
             block_mask = create_block_mask(mask_mod, spec.batch if per_batch else None, None, rows_q, rows_kv,
                                            device=str(case.device))
         compile_it = self.compiled(case.device)
-        fn = flex_attention
+        fn = _eager_static if not compile_it else flex_attention
         if compile_it:
             key = (str(case.device), spec.dtype, spec.train, spec.hdim, spec.hdim_v, spec.heads, spec.kv_heads,
                    packed, mask_mod is not None, score_mod is not None)
@@ -212,3 +212,14 @@ def _describe(spec: CaseSpec, packed: bool, block_mask: Any) -> str:
 def _describe_score(spec: CaseSpec) -> str:
     parts = [f"softcap {spec.softcap:g}" if spec.softcap else "", spec.bias if spec.bias != "none" else ""]
     return "+".join(p for p in parts if p) or "none"
+
+
+def _eager_static(*args: Any, **kwargs: Any) -> Any:
+    """flex_attention outside torch.compile, each shape traced as itself: eager flex_attention is traced by dynamo
+    internally, and once a second shape is seen automatic dynamic shapes make torch 2.15 fail some calls (a packed
+    layout with alibi and softcap) that run when traced static."""
+    import torch._dynamo
+    from torch.nn.attention.flex_attention import flex_attention
+
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+        return flex_attention(*args, **kwargs)
