@@ -148,15 +148,7 @@ def _findings(kind_results: Sequence[tuple[KindPlan, Any]], common: Sequence[str
             if stuck:
                 out.append(_stuck(framework, kind, result, others, common))
                 continue
-            fixes = [kind.fixes[framework]] if framework in kind.fixes else []
-            for b in others:
-                verdict = next((v for v in result.all_verdicts if v.backend.id == b), None)
-                if verdict is not None and verdict.fix is not None:
-                    fixes.append(f"{verdict.fix.describe()} (lets {b} run the {kind.label} layers)")
-            runs_all = [b for b in common if b not in SLOW_PATHS]
-            if runs_all:
-                fixes.append(f"run every layer on {' or '.join(runs_all[:3])}, which run every attention kind of "
-                             f"this model")
+            fixes = ([kind.fixes[framework]] if framework in kind.fixes else []) + _moves(kind, result, others, common)
             layers = len(kind.layers)
             held = (f"{backend} holds an S x S score buffer of {human_bytes(kind.score_bytes)} per call "
                     f"({SCORE_FORMULA}, batch {result.config.batch or '1 (not given)'})" if backend == "sdpa-math"
@@ -169,8 +161,8 @@ def _findings(kind_results: Sequence[tuple[KindPlan, Any]], common: Sequence[str
     return out
 
 
-def _stuck(framework: str, kind: KindPlan, result: Any, others: Sequence[str], common: Sequence[str]) -> ModelFinding:
-    """A kind no backend of the framework runs while the other kinds run: the model cannot run on it as it is."""
+def _moves(kind: KindPlan, result: Any, others: Sequence[str], common: Sequence[str]) -> list[str]:
+    """The fixes that move a kind onto the fused backends the other kinds run, then onto one that runs them all."""
     fixes = []
     for b in others:
         verdict = next((v for v in result.all_verdicts if v.backend.id == b), None)
@@ -179,6 +171,12 @@ def _stuck(framework: str, kind: KindPlan, result: Any, others: Sequence[str], c
     runs_all = [b for b in common if b not in SLOW_PATHS]
     if runs_all:
         fixes.append(f"run every layer on {' or '.join(runs_all[:3])}, which run every attention kind of this model")
+    return fixes
+
+
+def _stuck(framework: str, kind: KindPlan, result: Any, others: Sequence[str], common: Sequence[str]) -> ModelFinding:
+    """A kind no backend of the framework runs while the other kinds run: the model cannot run on it as it is."""
+    fixes = _moves(kind, result, others, common)
     text = (f"under {framework}, no backend runs the {kind.label} layers ({len(kind.layers)}) while the others run "
             f"{', '.join(others)}: the model does not run on {framework} as configured")
     return ModelFinding(framework, kind.label, "", tuple(others), None, text,
