@@ -19,7 +19,8 @@ _NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
 # form factor, memory size and type, edition words. Anything else ("L40" after "L4", "Laptop GPU") is no match.
 _SUFFIX_OK = re.compile(r"^(?:sxm\d*|pcie|nvl\d*|hbm\d*e?|\d+gb?|gb|edition|workstation|server|maxq|generation|"
                         r"ac|oem|d)+$")
-_SM_FORM = re.compile(r"^(?:sm|compute)[_\- ]?(\d{2,3})[af]?$")
+_SM_TEXT = r"(?:sm|compute)[_\- ]?(\d{2,3})[af]?"
+_SM_FORM = re.compile(rf"^{_SM_TEXT}$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
 _COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
@@ -29,7 +30,7 @@ _OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}
 """Names of GPUs of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple): told apart from an
 unknown NVIDIA name, whose nearest known names help."""
 _WORD = re.compile(r"[a-z]+|\d+")
-_SM_WORD = re.compile(r"\b(?:sm|compute)[_\- ]?(\d{2,3})[af]?\b", re.I)
+_SM_WORD = re.compile(rf"\b{_SM_TEXT}\b", re.I)
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
 
 

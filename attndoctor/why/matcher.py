@@ -258,6 +258,7 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     curated = {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact"}
     errors = [h.line for h in reading.hits if h.entry.kind == "error"]
     last_error = max(errors, default=0)
+    against, where = (set(reading.framed), "'s frames") if reading.framed else (named, "")
     for hit in _first_hits(reading.hits):
         entry = hit.entry
         if entry.kind == "fact" or entry.kind == "log" and not entry.fix or entry.indexed and hit.line in curated:
@@ -274,14 +275,10 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         if repeats > 1:
             score += min(REPEATED_MAX, REPEATED * (repeats - 1))
             reasons.append(f"its line gives it {repeats} times")
-        framed = set(reading.framed)
         backends = message_backends(entry, reading.framed or reading.backends)
-        if framed and not framed & set(backends):
+        if against and not against & set(backends):
             score += OTHER_BACKEND
-            reasons.append(f"it is about {', '.join(backends)}, the text's frames about {', '.join(sorted(framed))}")
-        elif named and not named & set(backends):
-            score += OTHER_BACKEND
-            reasons.append(f"it is about {', '.join(backends)}, the text about {', '.join(sorted(named))}")
+            reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
         fixes = (entry.fix,) if entry.fix else tuple(dict.fromkeys(
             f.describe() for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if f.value_node is None)) \
             or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends))))

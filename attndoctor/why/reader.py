@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from ..errors import UsageError
 from ..inputs import MAX_BYTES
 from .catalogue import CONFIG_TARGETS, ENV_TARGETS, CatalogueEntry, set_backends
+from .index import LIBRARY_BACKENDS
 from .facts import check_text
 
 MAX_TEXT = MAX_BYTES
@@ -31,14 +32,11 @@ IMPLEMENTATIONS = {"sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-
                    "flash_attention_2": ("flash-attn-2",), "flash_attention_3": ("flash-attn-3",),
                    "flex_attention": ("flex-attention",)}
 """transformers' attn_implementation values, as a message's placeholder prints them ("... not implemented for sdpa")."""
-PACKAGE_BACKENDS = {"flash-attn": ("flash-attn-2",), "flash_attn": ("flash-attn-2",),
-                    "flash-attn-3": ("flash-attn-3",), "flash_attn_3": ("flash-attn-3",),
-                    "flash-attn-4": ("flash-attn-4",), "flash_attn_4": ("flash-attn-4",),
-                    "transformer-engine": ("te-flash", "te-fused", "te-unfused"),
-                    "transformer_engine": ("te-flash", "te-fused", "te-unfused"),
-                    "nvidia-cudnn-frontend": ("cudnn-fe",), "xformers": ("sdpa-efficient", "flash-attn-2")}
-"""Distribution names a message's package placeholders print (pip's "X requires Y, but you have Y ..."), and the
-backends they ship."""
+PACKAGE_BACKENDS = {**{name: LIBRARY_BACKENDS[name] for name in ("flash-attn", "flash-attn-3", "flash-attn-4",
+                                                                  "transformer-engine", "xformers")},
+                    "nvidia-cudnn-frontend": ("cudnn-fe",)}
+"""Distribution names (dashes for underscores) a message's package placeholders print (pip's "X requires Y, but you
+have Y ..."), and the backends they ship: the library's, except cudnn-frontend's wheel, which only cudnn-fe uses."""
 PACKAGE_GROUPS = ("package", "requirement", "installed")
 TE_MASKS = {"no_mask": "none", "causal": "causal", "padding": "padding", "padding_causal": "padding-causal",
             "causal_bottom_right": "causal-bottom-right", "padding_causal_bottom_right": "padding-causal-bottom-right",
@@ -159,7 +157,7 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
                 backends.append(backend)
         for group, value in hit.groups.items():
             named = IMPLEMENTATIONS.get(value.strip("`'\" ").lower(), ()) or (
-                PACKAGE_BACKENDS.get(value.lower(), ()) if group in PACKAGE_GROUPS else ())
+                PACKAGE_BACKENDS.get(value.lower().replace("_", "-"), ()) if group in PACKAGE_GROUPS else ())
             backends.extend(b for b in named if b not in backends)
             framed.extend(b for b in named if b not in framed)
         for group, target in entry.facts.items():
