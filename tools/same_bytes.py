@@ -102,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         Path(ns.file).write_text(json.dumps(got, indent=1) + "\n", encoding="utf-8")
         return 0
     want = json.loads(Path(ns.file).read_text(encoding="utf-8"))
-    differ = [k for k in want if want[k] != got.get(k)] + [k for k in got if k not in want]
+    differ = [k for k in want if want[k] != got.get(k)]
     for k in differ:
-        print(f"DIFFERS: {k}\n  before {want.get(k)}\n  after  {got.get(k)}")
-    print(f"{len(got) - len(differ)} of {len(got)} commands give the same bytes")
+        print(f"DIFFERS: {k}\n  before {want[k]}\n  after  {got.get(k)}")
+    new = [k for k in got if k not in want]
+    print(f"{len(want) - len(differ)} of {len(want)} recorded commands give the same bytes"
+          + (f"; {len(new)} not recorded before" if new else ""))
     return 1 if differ else 0
 
 
