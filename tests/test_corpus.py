@@ -45,6 +45,7 @@ def test_the_incident_halves_follow_the_hash_and_hold_enough_cases():
 
 def test_the_error_text_halves_follow_the_hash_and_hold_enough_texts():
     split = tool("corpus_split.py")
+    assert split.check(CORPUS / "why") == []
     texts = cases("why")
     assert len(texts) >= 200
     seen = {}
@@ -69,6 +70,16 @@ def test_the_incident_scorer_asks_with_the_threads_facts_only():
     result = score.score([{"id": "t", "backend": "flash-attn-2", "config": {"hdim": 128}, "env": {"gpu": "T4"},
                            "outcome": "refused", "decidable": True}])
     assert result["decidable_agree"] == 1 and result["false_runs"] == 0
+
+
+def test_a_collection_part_is_scored_on_its_own(tmp_path):
+    common = tool("corpus/corpus_common.py")
+    for name in ("heldout.jsonl", "heldout-2.jsonl", "heldout-12.jsonl", "heldout-old.jsonl", "tuning-2.jsonl"):
+        (tmp_path / name).write_text(json.dumps({"source": f"o/r#{name}", "id": name}) + "\n", encoding="utf-8")
+    assert [c["id"] for c in common.load_cases(tmp_path, "heldout")] == ["heldout-12.jsonl", "heldout-2.jsonl",
+                                                                          "heldout.jsonl"]
+    assert [c["id"] for c in common.load_cases(tmp_path, "heldout", "1")] == ["heldout.jsonl"]
+    assert [c["id"] for c in common.load_cases(tmp_path, "heldout", "2")] == ["heldout-2.jsonl"]
 
 
 def test_the_why_scorer_judges_backend_kind_and_fix():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -17,15 +18,16 @@ def half(source: str) -> str:
 
 
 def check(directory: Path = DIR) -> list[str]:
-    """Every problem found: a case in the wrong half, a source in both files, an id seen twice, a bad line."""
+    """Every problem found: a case in the wrong half, a source in two files, an id seen twice, a bad line."""
     problems: list[str] = []
     seen: dict[str, str] = {}
     ids: dict[str, str] = {}
+    files = sorted(p for p in directory.glob("*.jsonl") if re.fullmatch(r"(heldout|tuning)(-\d+)?\.jsonl", p.name))
     for name in HALVES:
-        path = directory / f"{name}.jsonl"
-        if not path.exists():
-            problems.append(f"{path}: missing")
-            continue
+        if not any(p.name.startswith(name) for p in files):
+            problems.append(f"{directory}: no {name} file")
+    for path in files:
+        name = path.stem.partition("-")[0]
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -39,9 +41,9 @@ def check(directory: Path = DIR) -> list[str]:
                 problems.append(f"{path.name}:{number}: no source")
                 continue
             if half(source) != name:
-                problems.append(f"{path.name}:{number}: {source} belongs in {half(source)}.jsonl")
-            if seen.setdefault(source, name) != name:
-                problems.append(f"{path.name}:{number}: {source} also in {seen[source]}.jsonl")
+                problems.append(f"{path.name}:{number}: {source} belongs in the {half(source)} half")
+            if seen.setdefault(source, path.name) != path.name:
+                problems.append(f"{path.name}:{number}: {source} also in {seen[source]}")
             ident = case.get("id")
             if ident in ids:
                 problems.append(f"{path.name}:{number}: id {ident} already at {ids[ident]}")

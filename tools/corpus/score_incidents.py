@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_common import contaminated, report, run_cli  # noqa: E402
+from corpus_common import contaminated, load_cases, report, run_cli  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "incidents"
 CONFIG_FLAGS = {"batch": "--batch", "heads": "--heads", "kv_heads": "--kv-heads", "seqlen_q": "--seqlen-q",
@@ -80,11 +80,8 @@ def judge(case: dict, status: str) -> dict:
             "depends": predicted == "depends"}
 
 
-def load(half: str) -> list[dict]:
-    path = CORPUS / f"{half}.jsonl"
-    skip = contaminated() if half == "heldout" else set()
-    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [c for c in cases if c["source"] not in skip]
+def load(half: str, part: str | None = None) -> list[dict]:
+    return load_cases(CORPUS, half, part)
 
 
 def score(cases: list[dict]) -> dict:

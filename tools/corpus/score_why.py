@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_common import contaminated, report, run_cli  # noqa: E402
+from corpus_common import contaminated, load_cases, report, run_cli  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "why"
 FLAGS = {"gpu": "--gpu", "torch": "--torch", "cuda": "--cuda", "cudnn": "--cudnn", "flash_attn": "--flash-attn",
@@ -86,12 +86,8 @@ def judge(case: dict, answer: dict) -> dict:
             "fix_ok": fix, "top": cause.get("id"), "topics": cause.get("topics"), "top_backends": sorted(backends)}
 
 
-def load(half: str) -> list[dict]:
-    cases = []
-    for path in sorted(CORPUS.glob(f"{half}*.jsonl")):
-        cases += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    skip = contaminated() if half == "heldout" else set()
-    return [c for c in cases if c["source"] not in skip]
+def load(half: str, part: str | None = None) -> list[dict]:
+    return load_cases(CORPUS, half, part)
 
 
 def score(cases: list[dict]) -> dict:
