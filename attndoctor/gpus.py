@@ -307,6 +307,11 @@ def _sm_beside_arch(text: str) -> int | None:
     return sm
 
 
+def other_vendor(text: str) -> bool:
+    """A GPU of another vendor (AMD, Intel, Apple...): no rule covers it, whatever its name."""
+    return bool(_OTHER_VENDOR.search(str(text or ""))) and lookup_gpu(text) is None
+
+
 def resolve_gpu(text: str) -> tuple[str, int]:
     """(name, sm) for a `--gpu` value: a catalogue name or alias, or a compute capability (`sm90` → ("sm90", 90)).
 

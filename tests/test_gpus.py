@@ -9,6 +9,7 @@ import pytest
 from attndoctor.errors import UsageError
 from attndoctor.gpus import (
     GpuSpec,
+    other_vendor,
     gpu_catalogue,
     gpu_names,
     lookup_gpu,
@@ -127,7 +128,7 @@ def test_lookup_gpu_matches_names_aliases_and_nvml_names(text: str, name: str, s
 
 
 @pytest.mark.parametrize("text", [
-    "", "   ", "sm90", "B100", "H300", "RTX 4090 Ti", "RTX 3080 SUPER", "GTX 1080 SUPER", "L4000", "A10000",
+    "", "   ", "sm90", "B400", "H300", "RTX 4090 Ti", "RTX 3080 SUPER", "GTX 1080 SUPER", "L4000", "A10000",
     "foo", "H1000", "Quadro RTX 7000",
 ])
 def test_lookup_gpu_does_not_guess(text: str) -> None:
@@ -309,3 +310,22 @@ def test_a_contradictory_or_empty_name_stays_unknown(text: str) -> None:
 def test_another_vendor_gpu_is_named_as_such(text: str) -> None:
     with pytest.raises(UsageError, match="not an NVIDIA GPU"):
         resolve_gpu(text)
+
+
+@pytest.mark.parametrize("text, other", [("MI350X", True), ("AMD Radeon RX 9070 (gfx1201)", True), ("H100", False),
+                                         ("rtx 3800ti", False), ("", False)])
+def test_other_vendor_is_told_apart_from_an_unknown_nvidia_name(text: str, other: bool) -> None:
+    assert other_vendor(text) is other
+
+
+def test_why_reads_the_text_without_a_gpu_of_another_vendor() -> None:
+    from attndoctor.environment import environment_from_flags
+    from attndoctor.why.service import explain_text
+
+    answer = explain_text("RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+                          base_env=environment_from_flags({}), env_flags={"gpu": "MI350X"})
+    assert answer.environment.gpu is None and answer.cause is not None
+    assert any("MI350X" in d and "not an NVIDIA GPU" in d for d in answer.dropped)
+    with pytest.raises(UsageError, match="nearest known"):
+        explain_text("RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+                     base_env=environment_from_flags({}), env_flags={"gpu": "rtx 3800ti"})

@@ -78,6 +78,7 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     from ..config import make_config
     from ..engine.rules import load_rulebase
     from ..environment import environment_from_flags
+    from ..gpus import other_vendor
     from ..services import diagnose_many
     from .catalogue import catalogue_path, check_links, load_catalogue
     from .index import load_index
@@ -105,6 +106,9 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     if reading.env_vars or env_vars:
         env = environment_from_flags({"env_vars": {**reading.env_vars, **(env_vars or {})}}, base=env)
     explicit = {k: v for k, v in (env_flags or {}).items() if v is not None}
+    if other_vendor(explicit.get("gpu")):
+        dropped.append(f"--gpu {explicit.pop('gpu')!r}: not an NVIDIA GPU; the rules cover NVIDIA GPUs (CUDA) only, "
+                       "so the text is read without a GPU")
     if explicit:
         env = environment_from_flags(explicit, base=env)
 
