@@ -563,7 +563,8 @@ def _kinds_of(src: _Source, encoder: bool, skipped: dict[str, list[int]]) -> lis
     if size is None:
         if use_sw:
             return [_Kind("", None, f"{use_sw_note} but {key} is null: no window")]
-        return [_Kind("", None, f"{key} is null: no window" if key in src.data else "no sliding_window: no window")]
+        null = key.removeprefix(p) in src.data
+        return [_Kind("", None, f"{key} is null: no window" if null else "no sliding_window: no window")]
     if use_sw and (src.data.get("max_window_layers") is not None or mtype.startswith("qwen")):
         raw, mwl_key = src.get("max_window_layers")
         if raw is None:
@@ -749,6 +750,9 @@ def _vision_towers(file: str, doc: Mapping[str, Any], text: str, name: str, comm
     values["origin"] = vorigin
     config = make_config(values, where=file)._replace(source=(file, _key_line(text, "vision_config") or 1))
     layers = _layers(src)
+    if layers is None and src.data.get("depth") is not None:
+        # Qwen2-VL, Qwen3-VL and Qwen3.5 vision configs count their blocks in `depth`
+        layers = src.count("depth", src.data["depth"])
     return [KindReading("vision tower", config, tuple(range(layers or 0)), (), tower="vision")]
 
 

@@ -54,6 +54,27 @@ EXPECTED = {
     "SmolLM3-3B": [("SmolLM3-3B", 16, 4, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
     "Qwen3-4B": [("Qwen3-4B", 32, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
     "DeepSeek-V3.2-Exp": [("DeepSeek-V3.2-Exp", 128, 128, 192, 128, (-1, -1), 0.0, "none", "arbitrary", None, 8192)],
+    "gemma-4-31B-it": [
+        ("gemma-4-31B-it local (sliding window)", 32, 16, 256, 256, (1024, 0), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-4-31B-it global", 32, 4, 512, 512, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-4-31B-it vision tower", 16, 16, 72, 72, (-1, -1), 0.0, "none", "none", "bf16", None),
+    ],
+    "gemma-4-E2B-it": [
+        ("gemma-4-E2B-it local (sliding window)", 8, 1, 256, 256, (512, 0), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-4-E2B-it global", 8, 1, 512, 512, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-4-E2B-it vision tower", 12, 12, 64, 64, (-1, -1), 0.0, "none", "none", "bf16", None),
+    ],
+    "Qwen3.5-9B": [
+        ("Qwen3.5-9B", 16, 4, 256, 256, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("Qwen3.5-9B vision tower", 16, 16, 72, 72, (-1, -1), 0.0, "none", "none", "bf16", None),
+    ],
+    "phi-4": [("phi-4", 40, 10, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
+    "Devstral-Small-2-24B-Instruct-2512": [
+        ("Devstral-Small-2-24B-Instruct-2512", 32, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("Devstral-Small-2-24B-Instruct-2512 vision tower", 16, 16, 64, 64, (-1, -1), 0.0, "none", "none", "bf16",
+         (1540 // 14) ** 2),
+    ],
+    "MiniMax-M2": [("MiniMax-M2", 48, 8, 128, 128, (-1, -1), 0.0, "none", "causal", None, 8192)],
 }
 
 

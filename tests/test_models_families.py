@@ -1,8 +1,8 @@
 """Today's model families read per attention kind from their config.json, and the per-layer plan explain prints.
 
 Real config.json copies live in tests/fixtures/models/<model>/ with a SOURCE file naming where each was read.
-Families with no citable copy (Gemma 4, Qwen3-Next, Llama 4) are exercised with small configs written here, which
-test the reading rules and claim to be no model's file.
+Families with no citable copy (Qwen3-Next, Llama 4) are exercised with small configs written here, which test the
+reading rules and claim to be no model's file; Gemma 4 has both.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ def write(tmp_path: Path, doc: dict, name: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("model", ["gpt-oss-20b", "SmolLM3-3B", "Qwen3-4B", "DeepSeek-V3.2-Exp"])
+@pytest.mark.parametrize("model", ["gpt-oss-20b", "SmolLM3-3B", "Qwen3-4B", "DeepSeek-V3.2-Exp", "gemma-4-31B-it",
+                                   "gemma-4-E2B-it", "Qwen3.5-9B", "phi-4", "Devstral-Small-2-24B-Instruct-2512",
+                                   "MiniMax-M2"])
 def test_every_new_fixture_names_its_source(model):
     source = (MODELS / model / "SOURCE").read_text()
     assert "config" in source and len(source.split("@")[1].split()[0]) >= 40  # a commit, not a branch
@@ -91,6 +93,81 @@ def test_gemma3_kinds_carry_their_layers_and_the_vision_tower():
     assert shape(vision) == ("vision tower", 16, 16, 72, 72, (-1, -1), "none", False, 27)
     assert vision.config.seqlen_q == (896 // 14) ** 2 and vision.tower == "vision"
 
+
+
+def test_gemma4_31b_global_layers_read_their_own_head_dim_and_kv_heads():
+    reading = read_model(MODELS / "gemma-4-31B-it")
+    local, glob, vision = reading.kinds
+    assert [shape(k) for k in reading.kinds] == [
+        ("local (sliding window)", 32, 16, 256, 256, (1024, 0), "causal", False, 50),
+        ("global", 32, 4, 512, 512, (-1, -1), "causal", False, 10),
+        ("vision tower", 16, 16, 72, 72, (-1, -1), "none", False, 27),
+    ]
+    assert glob.layers == tuple(range(5, 60, 6)) and reading.layers == 60 and reading.skipped == {}
+    assert glob.config.origin["hdim"] == "text_config.global_head_dim (full-attention layers)"
+    assert glob.config.origin["kv_heads"].startswith("text_config.num_global_key_value_heads")
+    assert local.config.origin["kv_heads"] == "text_config.num_key_value_heads"
+    assert glob.notes == ("text_config.attention_k_eq_v=true: these layers have no value projection, the values are "
+                          "the keys (same tensor shapes for the kernel)",)
+    assert local.config.dtype == "bf16" and local.config.origin["dtype"] == "text_config.dtype (bfloat16)"
+    assert vision.config.seqlen_q is None  # no image_size in Gemma 4's vision_config
+
+
+def test_gemma4_e2b_keeps_its_one_kv_head_and_names_the_kv_shared_layers():
+    reading = read_model(MODELS / "gemma-4-E2B-it")
+    local, glob, vision = reading.kinds
+    assert [shape(k) for k in reading.kinds] == [
+        ("local (sliding window)", 8, 1, 256, 256, (512, 0), "causal", False, 28),
+        ("global", 8, 1, 512, 512, (-1, -1), "causal", False, 7),
+        ("vision tower", 12, 12, 64, 64, (-1, -1), "none", False, 16),
+    ]
+    assert glob.layers == tuple(range(4, 35, 5))
+    # attention_k_eq_v=false and num_global_key_value_heads=null: the global layers keep num_key_value_heads
+    assert glob.config.origin["kv_heads"] == "text_config.num_key_value_heads"
+    # num_kv_shared_layers=20 of 35: layers 15-34 reuse an earlier layer's K/V
+    assert local.notes == ("16 of these layers (15-18, 20-23, 25-28, 30-33) reuse the K/V of the last earlier layer of "
+                           "their kind (text_config.num_kv_shared_layers=20): same attention shape, no K/V of their own",)
+    assert glob.notes == ("4 of these layers (19, 24, 29, 34) reuse the K/V of the last earlier layer of their kind "
+                          "(text_config.num_kv_shared_layers=20): same attention shape, no K/V of their own",)
+
+
+def test_qwen35_leaves_its_linear_attention_layers_out():
+    reading = read_model(MODELS / "Qwen3.5-9B")
+    text, vision = reading.kinds
+    assert shape(text) == ("all layers", 16, 4, 256, 256, (-1, -1), "causal", False, 8)
+    assert text.layers == tuple(range(3, 32, 4))
+    assert reading.skipped == {"linear_attention": tuple(i for i in range(32) if (i + 1) % 4)}
+    assert reading.skipped_origin == "text_config.layer_types"
+    # the Qwen vision tower counts its blocks in vision_config.depth
+    assert shape(vision) == ("vision tower", 16, 16, 72, 72, (-1, -1), "none", False, 27)
+    assert vision.config.origin["hdim"] == "vision_config.hidden_size/vision_config.num_heads (1152/16)"
+
+
+def test_phi4_head_dim_from_hidden_size_and_no_window():
+    (kind,) = read_model(MODELS / "phi-4").kinds
+    assert shape(kind) == ("all layers", 40, 10, 128, 128, (-1, -1), "causal", False, 40)
+    assert kind.config.origin["hdim"] == "hidden_size/num_attention_heads (5120/40)"
+    assert kind.config.origin["window"] == "sliding_window is null: no window"
+    assert kind.config.seqlen_q == 8192 and kind.config.origin["seqlen_q"].startswith("max_position_embeddings (16384)")
+
+
+def test_mistral3_nested_text_config_without_a_window_and_its_pixtral_tower():
+    reading = read_model(MODELS / "Devstral-Small-2-24B-Instruct-2512")
+    text, vision = reading.kinds
+    assert reading.model_type == "ministral3"
+    assert shape(text) == ("all layers", 32, 8, 128, 128, (-1, -1), "causal", False, 40)
+    assert text.config.origin["window"] == "text_config.sliding_window is null: no window"
+    assert text.config.origin["dtype"] == "dtype (bfloat16)"
+    assert shape(vision) == ("vision tower", 16, 16, 64, 64, (-1, -1), "none", False, 24)
+    assert vision.config.seqlen_q == (1540 // 14) ** 2
+
+
+def test_minimax_m2_every_layer_is_softmax_attention():
+    reading = read_model(MODELS / "MiniMax-M2")
+    (kind,) = reading.kinds
+    assert shape(kind) == ("all layers", 48, 8, 128, 128, (-1, -1), "causal", False, 62)
+    assert kind.config.origin["hdim"] == "head_dim" and reading.skipped == {}
+    assert kind.config.dtype is None  # the file names no dtype
 
 GEMMA4_TEXT = {
     "model_type": "gemma4_text", "hidden_size": 5376, "num_hidden_layers": 12, "num_attention_heads": 32,
@@ -189,6 +266,33 @@ def test_plan_in_text_lists_kinds_and_skipped_layers(cli, tmp_path):
     assert "linear_attention: 6 layers (0-2, 4-6) from full_attention_interval=4 (layer_types absent): " \
            "no softmax attention, left out of the verdicts" in out
 
+
+
+def test_plan_of_gemma4_31b_names_both_text_kinds_and_their_score_buffers(cli):
+    code, out, _ = cli("explain", "--model", str(MODELS / "gemma-4-31B-it"), *H100_TORCH27, "--seqlen", "4096",
+                       "--train", "--format", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, report_schema())
+    (plan,) = doc["models"]
+    assert (plan["name"], plan["model_type"], plan["layers"]) == ("gemma-4-31B-it", "gemma4_text", 60)
+    assert [(k["label"], k["layer_count"], k["shape"]) for k in plan["kinds"]] == [
+        ("local (sliding window)", 50, "d=256 h=32/16kv s=4096 bf16 train causal window=1024,0"),
+        ("global", 10, "d=512 h=32/4kv s=4096 bf16 train causal"),
+        ("vision tower", 27, "d=72 h=16 s=4096 bf16 train"),
+    ]
+    assert plan["kinds"][1]["layers"] == list(range(5, 60, 6))
+    for kind in plan["kinds"][:2]:
+        assert kind["math_score_bytes"] == 32 * 4096 * 4096 * 4
+    assert plan["skipped_layers"] == []
+
+
+def test_plan_of_qwen35_in_text_lists_the_linear_layers_and_the_tower(cli):
+    code, out, _ = cli("explain", "--model", str(MODELS / "Qwen3.5-9B"), *H100_TORCH27, "--train")
+    assert "Per-layer plan: Qwen3.5-9B, 32 layers" in out
+    assert "all layers: 8 layers (3, 7, 11, 15, 19, 23, 27, 31)" in out
+    assert "linear_attention: 24 layers (0-2, 4-6, 8-10, 12-14, 16-18, 20-22, 24-26, 28-30) from " \
+           "text_config.layer_types: no softmax attention" in out
+    assert "vision tower: 27 layers (0-26)" in out
 
 def test_plan_for_sinks_reports_each_kind_under_each_framework(cli):
     code, out, _ = cli("explain", "--model", str(MODELS / "gpt-oss-20b"), *H100_TORCH27, "--dtype", "bf16",
