@@ -77,6 +77,8 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "head-dim" in rule_topics(base["SDPA-FLASH-HEAD-DIM"])
     assert text_topics("out of resource: shared memory, Required: 139776") == ("shared-memory",)
     assert text_topics("undefined symbol: _ZN3c10") == ("install-abi",)
+    assert text_topics("xFormers wasn't build with CUDA support") == ("install-missing",)
+    assert text_topics("operator wasn't built - see `python -m xformers.info`") == ("install-missing",)
     assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
 
 
