@@ -27,8 +27,15 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+COMPLETE_VAR = "_ATTNDOCTOR_COMPLETE"
+"""The variable through which a shell's completion script asks for the words that may come next (click's protocol)."""
+
+
 def build_app(only: str | None = None) -> typer.Typer:
-    """The Typer app with every command, or with just `only` (what a normal run needs: faster start)."""
+    """The Typer app with every command, or with just `only` (what a normal run needs: faster start).
+
+    --install-completion and --show-completion belong to the root alone, so only the full app carries them: a run
+    that names its command never builds them, and so never pays for them."""
     import importlib
 
     import typer
@@ -38,7 +45,7 @@ def build_app(only: str | None = None) -> typer.Typer:
         help="Which attention backends will run your attention config on your GPU and library versions, "
              "why the others refuse, and the smallest fix.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=only is None,
         pretty_exceptions_show_locals=False,
     )
 
@@ -98,8 +105,11 @@ def run_command(args: Sequence[str]) -> object:
     with exit 1, the gate-failed code, before any handler of ours could see it)."""
     import typer.main
 
-    command = typer.main.get_command(build_app(_command_of(args)))
+    completing = bool(os.environ.get(COMPLETE_VAR))
+    command = typer.main.get_command(build_app(None if completing else _command_of(args)))
     tidy_help(command)
+    if completing:  # a completion script asks: answer on stdout and exit, as click's own entry point does
+        command._main_shell_completion({}, "attndoctor", COMPLETE_VAR)  # type: ignore[attr-defined]
     with command.make_context("attndoctor", list(args)) as ctx:
         return command.invoke(ctx)
 

@@ -11,7 +11,7 @@ from .common import REPORT_FORMATS, emit, handle_errors, plan
 from .options import seconds, with_groups
 
 
-@with_groups("config", "output", "gate", formats=REPORT_FORMATS)
+@with_groups("config", "output", "gate", formats=REPORT_FORMATS, brief=True)
 @handle_errors
 def check(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
                                         help="Seconds allowed for each probe step."),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import typer
 
@@ -67,13 +68,45 @@ def require_any_groups(values: Sequence[str] | None) -> list[list[str]]:
     return [[b.strip() for b in v.split(",") if b.strip()] for v in (values or [])]
 
 
+def brief_layout(output: Mapping[str, Any]) -> str | None:
+    """`quiet`, `summary` or None, refusing the combinations that contradict each other."""
+    quiet, summary, fmt = output.get("quiet"), output.get("summary"), output.get("format", "text")
+    if quiet and summary:
+        raise UsageError("--quiet and --summary contradict each other (--quiet writes no report); give one of them")
+    if summary and fmt != "text":
+        raise UsageError(f"--summary is a text layout; give --format {fmt} or --summary, not both")
+    return "quiet" if quiet else ("summary" if summary else None)
+
+
+@contextlib.contextmanager
+def discarded_stdout() -> Iterator[None]:
+    """Standard output thrown away for the block (--quiet): errors still reach stderr, the exit code still tells."""
+    saved = sys.stdout
+    with open(os.devnull, "w", encoding="utf-8") as sink:
+        sys.stdout = sink
+        try:
+            yield
+        finally:
+            sys.stdout = saved
+
+
 def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | None = None) -> None:
     """Evaluate the gate, render in the chosen format, write it, and exit with the gate's code."""
-    from ..engine.gate import SEVERITY, evaluate_gate
-
     fmt = output.get("format", "text")
     if fmt not in REPORT_FORMATS:
         raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(REPORT_FORMATS)}")
+    layout = brief_layout(output)
+    if layout == "quiet" and not output.get("output_file"):
+        with discarded_stdout():
+            _emit(report, output=output, gate=gate, fmt=fmt, layout=layout)
+    else:
+        _emit(report, output=output, gate=gate, fmt=fmt, layout=layout)
+
+
+def _emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | None, fmt: str,
+          layout: str | None) -> None:
+    from ..engine.gate import SEVERITY, evaluate_gate
+
     gate = gate or {}
     fail_on = gate.get("fail_on")
     if fail_on is not None and fail_on not in SEVERITY:
@@ -113,6 +146,10 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
             from ..report.github import render_github
 
             stream.write(render_github(report, result))
+        elif layout == "summary":
+            from ..report.summary import render_summary
+
+            render_summary(report, result, stream)
         else:
             from ..report.text import render_text
 

@@ -14,7 +14,7 @@ NO_CONFIG = ("no config to explain; describe one with flags (e.g. --hdim 128 --h
 """What a bare `attndoctor explain` answers: every verdict would depend on the config it was not given."""
 
 
-@with_groups("config", "env", "output", "gate", formats=REPORT_FORMATS)
+@with_groups("config", "env", "output", "gate", formats=REPORT_FORMATS, brief=True)
 @handle_errors
 def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any], gate: dict[str, Any]) -> None:
     """Explain which backends run a config on a machine you describe (GPU, versions); no GPU or torch needed."""

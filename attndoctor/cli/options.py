@@ -96,9 +96,19 @@ def env_params() -> list[inspect.Parameter]:
     return params
 
 
-def output_params(formats: tuple[str, ...]) -> list[inspect.Parameter]:
-    panel = "Output"
+def brief_params(panel: str) -> list[inspect.Parameter]:
+    """--quiet and --summary: for commands whose exit code is a gate."""
     return [
+        _param("quiet", "--quiet", "Write no report: the exit code tells the gate's answer, errors still go to "
+               "stderr (a report asked for with --output is still written).", panel, kind=bool, default=False),
+        _param("summary", "--summary", "One line per backend (its verdicts over every config, the rules behind "
+               "them, the fix) and one for the gate.", panel, kind=bool, default=False),
+    ]
+
+
+def output_params(formats: tuple[str, ...], brief: bool = False) -> list[inspect.Parameter]:
+    panel = "Output"
+    return (brief_params(panel) if brief else []) + [
         _param("backend", "--backend", "Only these backends (repeatable).", panel, kind=Optional[List[str]]),
         _param("format", "--format", f"{' | '.join(formats)}.", panel, kind=str, default="text"),
         _param("output_file", "--output", "Write the report to this file instead of standard output.", panel),
@@ -174,13 +184,14 @@ GROUPS: dict[str, Callable[..., list[inspect.Parameter]]] = {
 }
 
 
-def with_groups(*groups: str, formats: tuple[str, ...] = ("text", "json")) -> Callable[[Callable[..., Any]],
-                                                                                        Callable[..., Any]]:
-    """Give a command the option groups it names; it receives each group as a dict keyword (config=..., ...)."""
+def with_groups(*groups: str, formats: tuple[str, ...] = ("text", "json"),
+                brief: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the option groups it names; it receives each group as a dict keyword (config=..., ...);
+    `brief` adds --quiet and --summary to the output group."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         own = [p for p in inspect.signature(func).parameters.values() if p.name not in (*groups, "output_opts")]
-        group_params = {g: (output_params(formats) if g == "output" else GROUPS[g]()) for g in groups}
+        group_params = {g: (output_params(formats, brief) if g == "output" else GROUPS[g]()) for g in groups}
 
         @functools.wraps(func)
         def wrapper(**kwargs: Any) -> Any:
