@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from attndoctor.bench import (BenchReport, FlopCount, annotate, attention_flops, default_pick, gpu_facts,
+from attndoctor.runs.bench import (BenchReport, FlopCount, annotate, attention_flops, default_pick, gpu_facts,
                               mask_fraction, peak_percent, recommend, run_bench, tflops)
 from conftest import fake_probe
 from attndoctor.config import make_config
@@ -234,7 +234,7 @@ def test_bench_without_gpu_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.delenv("ATTNDOCTOR_VERIFY_DEVICE", raising=False)
     env = fake_probe(monkeypatch)
     env.no_gpu = True
-    monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: True)
+    monkeypatch.setattr("attndoctor.runs.verification.torch_installed", lambda: True)
     code, out, err = cli("bench", "--seqlen", "64")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "bench runs the real kernels and needs an NVIDIA GPU" in err
@@ -243,7 +243,7 @@ def test_bench_without_gpu_is_one_line_exit_2(cli, monkeypatch):
 def test_bench_without_torch_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.delenv("ATTNDOCTOR_VERIFY_DEVICE", raising=False)
     fake_probe(monkeypatch)
-    monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: False)
+    monkeypatch.setattr("attndoctor.runs.verification.torch_installed", lambda: False)
     code, out, err = cli("bench")
     assert code == 2 and out == "" and err.count("\n") == 1 and "needs PyTorch" in err
 
@@ -359,7 +359,7 @@ def test_time_calls_rotates_sets_and_extends_a_noisy_measurement():
 
 def test_a_worker_that_cannot_start_is_one_line_for_bench_and_verify(tmp_path):
     from attndoctor.errors import UsageError
-    from attndoctor.verification import run_verify
+    from attndoctor.runs.verification import run_verify
     from attndoctor_kernels.supervisor import WorkerError
 
     class Unstartable(PlantedSupervisor):

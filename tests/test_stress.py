@@ -7,7 +7,7 @@ import json
 import pytest
 
 from attndoctor.config import make_config
-from attndoctor.stress import judge, repro_script, stress_variants
+from attndoctor.runs.stress import judge, repro_script, stress_variants
 from conftest import fake_probe
 
 INF = float("inf")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Mapping
 
-from ..bench import BenchReport, ConfigBench, metric_ms
+from ..runs.bench import BenchReport, ConfigBench, metric_ms
 from .text import environment_lines
 from .term import Console, Table, Text
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from . import __version__
-from .config import AttentionConfig, make_config
-from .environment import Environment
-from .errors import UsageError
+from .. import __version__
+from ..config import AttentionConfig, make_config
+from ..environment import Environment
+from ..errors import UsageError
 
 SCHEMA_VERSION = 1
 
@@ -289,8 +289,8 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
                config_done: Callable[[AttentionConfig, list[Observation]], None] | None = None,
                runner_modules: Iterable[str] = (), supervisor: Any = None) -> VerifyReport:
     """Run every (config, backend) probe in one worker and compare with the rules. Records as it goes."""
-    from .engine.evaluate import Evaluator, build_facts
-    from .engine.rules import load_rulebase
+    from ..engine.evaluate import Evaluator, build_facts
+    from ..engine.rules import load_rulebase
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -310,7 +310,7 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     started = time.monotonic()
     stream: IO[str] | None = None
     if record:
-        from .inputs import output_opener
+        from ..inputs import output_opener
 
         try:
             Path(record).parent.mkdir(parents=True, exist_ok=True)
@@ -389,8 +389,8 @@ class Replay:
 
 def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every JSON line of an observations file."""
-    from ._json import loads_json
-    from .inputs import describe, read_text
+    from .._json import loads_json
+    from ..inputs import describe, read_text
 
     out = []
     for number, line in enumerate(read_text(path, describe(path, "observations file")).splitlines(), 1):
@@ -405,9 +405,9 @@ def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
 
 def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list[Replay]:
     """Evaluate every recorded observation with the current rules, no GPU needed."""
-    from .engine.evaluate import Evaluator
-    from .engine.rules import load_rulebase
-    from .environment import environment_from_dict
+    from ..engine.evaluate import Evaluator
+    from ..engine.rules import load_rulebase
+    from ..environment import environment_from_dict
 
     base = load_rulebase(rules_dir)
     evaluator = Evaluator(base)
@@ -435,7 +435,7 @@ def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list
 
 def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], None]]:
     """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
-    from .output import shown
+    from ..output import shown
 
     if sys.stderr.isatty():
         from rich.console import Console
@@ -507,8 +507,8 @@ class KnownGap:
 
 def load_known_gaps(path: str | Path) -> list[KnownGap]:
     """The [[gap]] tables of a known-gaps file; each needs a backend and a reason."""
-    from ._toml import loads_toml
-    from .inputs import describe, read_text
+    from .._toml import loads_toml
+    from ..inputs import describe, read_text
 
     p = Path(path)
     if not os.path.lexists(p):

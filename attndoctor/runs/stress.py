@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from . import __version__
-from .config import AttentionConfig, make_config
-from .environment import Environment
+from .. import __version__
+from ..config import AttentionConfig, make_config
+from ..environment import Environment
 
 REGIMES = ("low-lse", "dominant-key", "masked-rows", "fp16-large", "grad-out-strides")
 """The data regimes, named as the advisories' data conditions they can decide (engine.rules.DATA_CONDITIONS)."""
@@ -147,7 +147,7 @@ def masked_row_conventions(results: dict[str, dict[str, Any]],
 
 def explained_by(evaluator: Any, backend: Any, config: AttentionConfig, env: Environment, regime: str) -> tuple[str, ...]:
     """The advisories (and wrong-results rules) that predict this backend going wrong here."""
-    from .engine.evaluate import build_facts
+    from ..engine.evaluate import build_facts
 
     verdict = evaluator.verdict(backend, config, env, facts=build_facts(config, env), search_fix=False)
     return tuple(f.id for f in verdict.findings if f.applies is True and f.effect == "wrong-results"
@@ -209,8 +209,8 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
     """Probe every (stress variant, regime, backend) in one worker and judge each case across backends."""
     import random
 
-    from .engine.evaluate import Evaluator
-    from .engine.rules import load_rulebase
+    from ..engine.evaluate import Evaluator
+    from ..engine.rules import load_rulebase
     from .verification import backend_environment, fill_defaults, kernel_worker, recorded_environment
 
     base = load_rulebase(rules_dir)
@@ -269,7 +269,7 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
         if progress:
             progress(total, total, "done")
     if record:
-        from .output import output_stream
+        from ..output import output_stream
 
         with output_stream(record, what="--record") as stream:
             stream.write("\n".join(lines) + ("\n" if lines else ""))

@@ -25,10 +25,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import __version__
-from .config import AttentionConfig
-from .environment import Environment
-from .words import verdict_words
+from .. import __version__
+from ..config import AttentionConfig
+from ..environment import Environment
+from ..words import verdict_words
 
 SCHEMA_VERSION = 1
 FLOP_FORMULA = ("forward = 2*B*H*Sq*Skv*(D+Dv)*f; backward = 2.5*forward; forward+backward = 3.5*forward; "
@@ -276,7 +276,7 @@ def _count(items: Iterable[str | None]) -> dict[str, int]:
 
 def gpu_facts(name: str | None) -> dict[str, Any]:
     """The GPU's catalogue entry as bench reports it (dense peaks per dtype)."""
-    from .gpus import lookup_gpu
+    from ..gpus import lookup_gpu
 
     spec = lookup_gpu(name) if name else None
     if spec is None:
@@ -329,8 +329,8 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
     """Time every supported, installed backend on every config in one worker, and recommend per config."""
     import random
 
-    from .engine.evaluate import Evaluator, build_facts
-    from .engine.rules import load_rulebase
+    from ..engine.evaluate import Evaluator, build_facts
+    from ..engine.rules import load_rulebase
     from .verification import backend_environment, fill_defaults, kernel_worker
 
     base = load_rulebase(rules_dir)
