@@ -41,21 +41,24 @@ evaluated with them, so that the prediction is about the run that happened."""
 OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
 FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
 
-_AGREE: dict[str, dict[str, str]] = {
-    # predicted status -> observed outcome -> agreement
-    "supported": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
-                  "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "contradicted"},
+RAN_CLEAN = frozenset({"ok"})
+WRONG = frozenset({"wrong-results"})
+REFUSED = frozenset(FAILED)
+"""The outcomes a prediction is judged on (out-of-memory and skipped say nothing about support)."""
+_CONFIRMED_BY: dict[str, frozenset[str]] = {
+    "supported": RAN_CLEAN,
     # a known bug bites only on the data its advisory names: a clean run and a wrong one both agree with it
-    "known-bug": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
-                  "wrong-results": "confirmed", "crashed": "contradicted", "not-installed": "contradicted"},
-    "unsupported": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
-                    "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
-    "api-mismatch": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
-                     "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
-    "wrong-results": {"ok": "contradicted", "rejected": "contradicted", "api-mismatch": "contradicted",
-                      "wrong-results": "confirmed", "crashed": "contradicted", "not-installed": "contradicted"},
-    "not-installed": {"ok": "contradicted", "rejected": "contradicted", "api-mismatch": "contradicted",
-                      "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "confirmed"},
+    "known-bug": RAN_CLEAN | WRONG,
+    "unsupported": REFUSED,
+    "api-mismatch": REFUSED,
+    "wrong-results": WRONG,
+    "not-installed": frozenset({"not-installed"}),
+}
+"""For each predicted status, the observed outcomes that confirm it; every other judged outcome contradicts it."""
+_AGREE: dict[str, dict[str, str]] = {
+    predicted: {outcome: "confirmed" if outcome in confirming else "contradicted"
+                for outcome in sorted(RAN_CLEAN | WRONG | REFUSED)}
+    for predicted, confirming in _CONFIRMED_BY.items()
 }
 DISAGREEMENTS = ("contradicted", "undecided")
 
