@@ -50,6 +50,18 @@ def stress_variants(config: AttentionConfig) -> list[AttentionConfig]:
     return out
 
 
+def plan_cases(variants: Sequence[AttentionConfig]) -> list[tuple[int, str]]:
+    """(variant index, regime) in the order the worker runs them: the cases that share their inputs (train and
+    infer of one shape, in one regime) next to each other, so that the worker builds the data and the float64
+    reference once for them; each case still runs every backend. Outcomes do not depend on this order."""
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for index, config in enumerate(variants):
+        shape = {k: v for k, v in config.to_dict().items() if k not in ("name", "train")}
+        for regime in REGIMES:
+            groups.setdefault((json.dumps(shape, sort_keys=True, default=str), regime), []).append((index, regime))
+    return [case for group in groups.values() for case in group]
+
+
 @dataclass
 class StressFinding:
     """One backend that went wrong on one regime, and whether an advisory already says so."""
@@ -211,7 +223,7 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
 
     from ..engine.evaluate import Evaluator
     from ..engine.rules import load_rulebase
-    from .verification import backend_environment, fill_defaults, kernel_worker, recorded_environment
+    from .verification import backend_environment, fill_defaults, kernel_worker, probe_all, recorded_environment
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -231,14 +243,21 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
         run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
         total = len(variants) * len(REGIMES) * len(run)
         done = 0
-        for config in variants:
+        ran: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        for index, regime in plan_cases(variants):
+            config = variants[index]
+
+            def starting(i: int, base: int = done, name: str = str(config.name), regime: str = regime) -> None:
+                if progress:
+                    progress(base + i, total, f"{name} · {regime} · {run[i]}")
+
+            ran[index, regime] = probe_all(sup, [{"backend": b, "config": config.to_dict(), "seed": seed,
+                                                  "regime": regime} for b in run], before=starting)
+            done += len(run)
+        for index, config in enumerate(variants):
             for regime in REGIMES:
                 results: dict[str, dict[str, Any]] = {}
-                for backend_id in run:
-                    if progress:
-                        progress(done, total, f"{config.name} · {regime} · {backend_id}")
-                    done += 1
-                    result = sup.probe(backend_id, config.to_dict(), seed=seed, regime=regime)
+                for backend_id, result in zip(run, ran[index, regime]):
                     if result.get("outcome") == "skipped":
                         continue
                     probes += 1

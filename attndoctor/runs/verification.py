@@ -286,6 +286,22 @@ def kernel_worker(supervisor: Any, *, device: str, timeout: float, runner_module
 ProgressFn = Callable[[int, int, str], None]
 
 
+def probe_all(sup: Any, items: Sequence[Mapping[str, Any]],
+              before: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    """Every probe of `items` in one request to the worker (one at a time where the worker has no batches)."""
+    many = getattr(sup, "probes", None)
+    if many is not None:
+        return list(many(items, before=before))
+    out = []
+    for i, item in enumerate(items):
+        if before:
+            before(i)
+        out.append(sup.probe(item["backend"], item["config"], seed=item.get("seed", 0),
+                             repeats=item.get("repeats", 0), **({"regime": item["regime"]} if item.get("regime")
+                                                                else {})))
+    return out
+
+
 def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, repeats: int = 3, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
@@ -330,13 +346,18 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
         backend_by_id = {b.id: b for b in base.backends}
         for config, names in zip(filled, filled_names):
             batch: list[Observation] = []
-            for backend_id in run:
+            label = config.name or config.label()
+
+            def starting(i: int, base: int = done, label: str = label) -> None:
                 if progress:
-                    progress(done, total, f"{config.name or config.label()} · {backend_id}")
+                    progress(base + i, total, f"{label} · {run[i]}")
+
+            results = probe_all(sup, [{"backend": b, "config": config.to_dict(), "seed": seed, "repeats": repeats}
+                                      for b in run], before=starting)
+            for backend_id, result in zip(run, results):
                 b_env = backend_environment(env, backend_id)
                 verdict = evaluator.verdict(backend_by_id[backend_id], config, b_env,
                                             facts=build_facts(config, b_env), search_fix=False)
-                result = sup.probe(backend_id, config.to_dict(), seed=seed, repeats=repeats)
                 outcome = str(result.get("outcome", "crashed"))
                 obs = Observation(config=config, backend=backend_id, outcome=outcome, predicted=verdict.status,
                                   agreement=agreement(outcome, verdict.status), result=result,
