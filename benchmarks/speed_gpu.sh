@@ -11,6 +11,7 @@ PART=${PART:-stress}
 . benchmarks/device_env.sh
 OUT=$(cd "$OUT" && pwd)
 AFTER_PATH=$PYTHONPATH
+ROOT=$PWD
 BSHIM=$(mktemp -d)
 ln -s "$PWD/$BASE/kernels" "$BSHIM/attndoctor_kernels"
 ln -s "$PWD/$BASE/rules" "$BSHIM/attndoctor_rules"
@@ -34,9 +35,9 @@ else
   one verify_before "$BEFORE_PATH" 150 verify --seed 7 --format json --record "$OUT/verify_before.jsonl"
   one verify_after "$AFTER_PATH" 150 verify --seed 7 --format json --record "$OUT/verify_after.jsonl"
   python3 benchmarks/speed_compare.py "$OUT/verify_before.jsonl" "$OUT/verify_after.jsonl" | tee -a "$OUT/table.txt"
-  one bench_memory "$AFTER_PATH" 150 bench --config-file "$PWD/benchmarks/memory_shapes.jsonl" --seed 7
+  one bench_memory "$AFTER_PATH" 120 bench --config-file "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7
   (cd "$(mktemp -d)" && PYTHONPATH=$AFTER_PATH COLUMNS=160 timeout 100 python3 -m attndoctor bench --config-file \
-    "$PWD/benchmarks/memory_shapes.jsonl" --seed 7 --format json > "$OUT/bench_memory.json" 2>> "$OUT/bench_memory.err")
+    "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7 --format json > "$OUT/bench_memory.json" 2>> "$OUT/bench_memory.err")
 fi
 for f in "$OUT"/*_before.txt "$OUT"/*_after.txt; do
   [ -f "$f" ] && python3 - "$f" <<'PY' | tee -a "$OUT/table.txt"
