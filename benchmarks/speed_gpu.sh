@@ -22,7 +22,7 @@ one() {  # label, python path, limit s, attndoctor arguments...
   local cache; cache=$(mktemp -d)
   local t; t=$(ms)
   (cd "$(mktemp -d)" && PYTHONPATH=$path TORCHINDUCTOR_CACHE_DIR=$cache/inductor TRITON_CACHE_DIR=$cache/triton \
-    timeout "$limit" python3 -m attndoctor "$@") > "$OUT/$label.txt" 2> "$OUT/$label.err"
+    timeout "$limit" python3 -m attndoctor "$@") > "$OUT/$label.txt" 2>> "$OUT/stderr.txt"
   local code=$?
   printf '%-16s exit %s wall %6.1f s\n' "$label" "$code" "$(awk "BEGIN{print ($(ms) - $t) / 1000}")" \
     | tee -a "$OUT/table.txt"
@@ -37,7 +37,7 @@ else
   python3 benchmarks/speed_compare.py "$OUT/verify_before.jsonl" "$OUT/verify_after.jsonl" | tee -a "$OUT/table.txt"
   one bench_memory "$AFTER_PATH" 120 bench --config-file "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7
   (cd "$(mktemp -d)" && PYTHONPATH=$AFTER_PATH COLUMNS=160 timeout 100 python3 -m attndoctor bench --config-file \
-    "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7 --format json > "$OUT/bench_memory.json" 2>> "$OUT/bench_memory.err")
+    "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7 --format json > "$OUT/bench_memory.json" 2>> "$OUT/stderr.txt")
 fi
 for f in "$OUT"/*_before.txt "$OUT"/*_after.txt; do
   [ -f "$f" ] && python3 - "$f" <<'PY' | tee -a "$OUT/table.txt"
@@ -59,5 +59,5 @@ else:
           f"findings ({doc['new']} new)")
 PY
 done
-for f in "$OUT"/*.err; do tail -3 "$f"; done
+tail -5 "$OUT/stderr.txt"
 cat "$OUT/table.txt"
