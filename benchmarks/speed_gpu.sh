@@ -8,6 +8,7 @@ set -u
 OUT=${OUT:-speed-out}
 BASE=${BASE:-base}
 PART=${PART:-stress}
+VARGS=${VARGS:-}  # extra verify arguments (--backend ...)
 . benchmarks/device_env.sh
 OUT=$(cd "$OUT" && pwd)
 AFTER_PATH=$PYTHONPATH
@@ -32,11 +33,11 @@ if [ "$PART" = stress ]; then
   one stress_after "$AFTER_PATH" 280 verify --stress --seed 7 --format json --record "$OUT/stress_after.jsonl"
   python3 benchmarks/speed_compare.py "$OUT/stress_before.jsonl" "$OUT/stress_after.jsonl" | tee -a "$OUT/table.txt"
 else
-  one verify_before "$BEFORE_PATH" 150 verify --seed 7 --format json --record "$OUT/verify_before.jsonl"
-  one verify_after "$AFTER_PATH" 150 verify --seed 7 --format json --record "$OUT/verify_after.jsonl"
+  one verify_before "$BEFORE_PATH" 60 verify --seed 7 $VARGS --format json --record "$OUT/verify_before.jsonl"
+  one verify_after "$AFTER_PATH" 60 verify --seed 7 $VARGS --format json --record "$OUT/verify_after.jsonl"
   python3 benchmarks/speed_compare.py "$OUT/verify_before.jsonl" "$OUT/verify_after.jsonl" | tee -a "$OUT/table.txt"
-  one bench_memory "$AFTER_PATH" 120 bench --config-file "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7
-  (cd "$(mktemp -d)" && PYTHONPATH=$AFTER_PATH COLUMNS=160 timeout 100 python3 -m attndoctor bench --config-file \
+  one bench_memory "$AFTER_PATH" 50 bench --config-file "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7
+  (cd "$(mktemp -d)" && PYTHONPATH=$AFTER_PATH COLUMNS=160 timeout 40 python3 -m attndoctor bench --config-file \
     "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7 --format json > "$OUT/bench_memory.json" 2>> "$OUT/stderr.txt")
 fi
 for f in "$OUT"/*_before.txt "$OUT"/*_after.txt; do
