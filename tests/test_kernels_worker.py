@@ -4,6 +4,7 @@ next probe runs in a fresh worker. Planted runners (tests/fake_runners.py) need 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,9 @@ def test_exit_and_runner_bug_are_crashes_not_exceptions(sup):
 def test_library_output_on_stdout_does_not_break_the_protocol(sup):
     result = sup.probe("fake-print", {})
     assert result["outcome"] == "ok"
+    deadline = time.monotonic() + 5  # the stderr reader thread may lag the reply under load
+    while not any("library chatter" in line for line in sup.stderr_tail(50)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert any("library chatter" in line for line in sup.stderr_tail(50))
     assert sup.probe("fake-ok", {})["outcome"] == "ok"
 
