@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import outcomes
 
@@ -62,8 +62,9 @@ class _Worker:
         self.proc.stdin.write((json.dumps(message, default=str) + "\n").encode("utf-8"))
         self.proc.stdin.flush()
 
-    def wait_reply(self, rid: Any, deadline: float) -> dict[str, Any] | None:
-        """The reply to `rid`; None when the worker died; raises TimeoutError past the deadline."""
+    def wait_reply(self, rid: Any, deadline: float, index: int | None = None) -> dict[str, Any] | None:
+        """The reply to `rid` (item `index` of a batch); None when the worker died; raises TimeoutError past the
+        deadline."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -74,7 +75,7 @@ class _Worker:
                 raise TimeoutError from None
             if reply is None:
                 return None
-            if reply.get("id") == rid or (rid is None and reply.get("op") == "hello"):
+            if (reply.get("id") == rid and reply.get("index") == index) or (rid is None and reply.get("op") == "hello"):
                 return reply
 
     def kill(self) -> None:
@@ -250,6 +251,82 @@ class Supervisor:
             message["regime"] = regime
         return self._request(backend, message, timeout)
 
+    def probes(self, items: Sequence[Mapping[str, Any]], *, timeout: float | None = None,
+               before: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+        """Run many probes with one request (`items` as `probe` takes them: backend, config, seed, repeats,
+        regime); each still has its own timeout, and one that crashes, hangs or hits a CUDA error costs only itself:
+        the rest go to a fresh worker. `before(i)` is called as item i starts. Results in the items' order."""
+        limit = self.timeout if timeout is None else float(timeout)
+        messages = [{k: v for k, v in {"backend": item["backend"], "config": dict(item["config"]),
+                                       "seed": item.get("seed", 0), "repeats": item.get("repeats", 0),
+                                       "regime": item.get("regime") or ""}.items() if k != "regime" or v}
+                    for item in items]
+        results: list[dict[str, Any]] = []
+        while len(results) < len(messages):
+            first = len(results)
+            backend = str(messages[first]["backend"])
+            if before:
+                before(first)
+            started = time.perf_counter()
+            try:
+                self.start()
+            except WorkerError as exc:
+                results.append(_crashed(backend, f"worker start failed: {exc}", started))
+                continue
+            started = time.perf_counter()
+            self._next_id += 1
+            rid = self._next_id
+            assert self.worker is not None
+            try:
+                self.worker.send({"id": rid, "op": "probes", "items": messages[first:]})
+            except (BrokenPipeError, OSError):
+                text = self._dead_text()
+                self._drop()
+                results.append(_crashed(backend, text, started))
+                continue
+            for index in range(len(messages) - first):
+                backend = str(messages[first + index]["backend"])
+                if index and before:
+                    before(first + index)
+                result = self._answer(backend, rid, index, limit, started)
+                results.append(result)
+                started = time.perf_counter()
+                if self.worker is None:  # dropped: the rest go to a fresh worker
+                    break
+        return results
+
+    def _answer(self, backend: str, rid: int, index: int, limit: float, started: float) -> dict[str, Any]:
+        """Item `index` of batch `rid` as a result dict, the worker dropped when it must not serve again."""
+        assert self.worker is not None
+        try:
+            reply = self.worker.wait_reply(rid, time.monotonic() + limit, index)
+        except TimeoutError:
+            self._drop()
+            result = _crashed(backend, f"timed out after {limit:g} s (the worker was killed and restarted)", started)
+            result["phase"] = "timeout"
+            return result
+        if reply is None:
+            text = self._dead_text()
+            self._drop()
+            return _crashed(backend, text, started)
+        if "result" not in reply:
+            self._drop()
+            return _crashed(backend, f"worker error: {reply.get('error', 'no result')}", started)
+        return self._finish(reply, started)
+
+    def _finish(self, reply: dict[str, Any], started: float) -> dict[str, Any]:
+        result = dict(reply["result"])
+        if result.get("restart"):
+            assert self.worker is not None
+            try:
+                self.worker.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+            self._drop()
+            result["error"] = (result.get("error") or "") + " (CUDA error: the worker was restarted)"
+        result["round_trip_ms"] = (time.perf_counter() - started) * 1000.0
+        return result
+
     def bench(self, backend: str, config: Mapping[str, Any], *, seed: int = 0,
               options: Mapping[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
         """Time one backend on one config in the worker (runners' `bench`); like `probe`, never raises for what
@@ -280,17 +357,7 @@ class Supervisor:
         if "result" not in reply:
             self._drop()
             return _crashed(backend, f"worker error: {reply.get('error', 'no result')}", started)
-        result = dict(reply["result"])
-        if result.get("restart"):
-            assert self.worker is not None
-            try:
-                self.worker.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                pass
-            self._drop()
-            result["error"] = (result.get("error") or "") + " (CUDA error: the worker was restarted)"
-        result["round_trip_ms"] = (time.perf_counter() - started) * 1000.0
-        return result
+        return self._finish(reply, started)
 
 
 def _crashed(backend: str, error: str, started: float) -> dict[str, Any]:

@@ -6,6 +6,7 @@ channel is a private copy of stdout, and file descriptor 1 is pointed at stderr 
 
 Requests: {"id": n, "op": "inventory", "backends": [...]}, {"id": n, "op": "prepare"},
 {"id": n, "op": "probe", "backend": b, "config": {...}, "seed": s, "repeats": r, "regime": name (optional)},
+{"id": n, "op": "probes", "items": [probe requests]} (one reply per item, {"id": n, "index": i, "result": ...}),
 {"id": n, "op": "bench", "backend": b, "config": {...}, "seed": s, "options": {runs, max_runs, budget_ms, graphs,
 sets}}, {"op": "exit"}.
 After a CUDA error the worker replies, then exits: the context is poisoned, the parent starts a fresh one.
@@ -67,6 +68,11 @@ class WorkerContext:
             data_seed = zlib.crc32(repr(key).encode()) & 0x7FFFFFFF
             self._case = data.make_case(spec, self.device, data_seed, regime)
             self._case_key = key
+        if self._case.spec != spec:
+            # train and infer share the data and the reference, but each probe runs as its own spec
+            import dataclasses
+
+            return dataclasses.replace(self._case, spec=spec)
         return self._case
 
     def synchronize(self) -> None:
@@ -165,6 +171,24 @@ def serve(inp: TextIO, out: TextIO, runners: dict[str, Any], context: WorkerCont
                 send({"id": rid, "inventory": _inventory(runners, list(request.get("backends") or runners))})
             elif op == "prepare":
                 send({"id": rid, "info": _prepare(context)})
+            elif op == "probes":
+                # many probes, one reply each (tagged with its index); the batch stops at the first that needs a
+                # fresh worker or breaks the runner: the parent sends the rest again
+                for index, item in enumerate(request.get("items") or []):
+                    backend = item.get("backend")
+                    runner = runners.get(backend)
+                    try:
+                        if runner is None:
+                            result = Probe(str(backend), "skipped", phase="setup", error=f"no runner for {backend!r}")
+                        else:
+                            result = runner.probe(item, context)
+                    except Exception as exc:  # noqa: BLE001
+                        send({"id": rid, "index": index, "error": f"{type(exc).__name__}: {exc}",
+                              "traceback": "".join(traceback.format_exception(exc))[-3000:]})
+                        break
+                    send({"id": rid, "index": index, "result": result.to_dict()})
+                    if result.restart:
+                        return EXIT_AFTER_CUDA_ERROR
             elif op in ("probe", "bench"):
                 from .runners.base import BenchResult
 

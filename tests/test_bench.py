@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from attndoctor.bench import (BenchReport, FlopCount, annotate, attention_flops, default_pick, gpu_facts,
+from attndoctor.runs.bench import (BenchReport, FlopCount, annotate, attention_flops, default_pick, gpu_facts,
                               mask_fraction, peak_percent, recommend, run_bench, tflops)
 from conftest import fake_probe
 from attndoctor.config import make_config
@@ -227,6 +227,78 @@ def test_text_report_shows_bars_the_selection_code_and_the_default(tmp_path):
     assert "█" * 24 in text and "summary" in text and "% = of the dense peak of the H100 SXM" in text
 
 
+# ---------------------------------------------------------------- bytes, GB/s and the roofline
+
+
+DECODE = dict(batch=1, heads=32, kv_heads=8, seqlen_q=1, seqlen_kv=8192, hdim=128, hdim_v=128, dtype="bf16",
+              train=False, mask="none")
+
+
+def test_a_decode_step_moves_its_kv_cache_and_is_memory_bound_on_an_h100():
+    from attndoctor.runs.bench import attention_bytes, roofline
+
+    moved = attention_bytes(DECODE)
+    kv_cache = 2 * 8 * 8192 * 128 * 2  # K and V, 8 heads, bf16
+    assert moved.forward == kv_cache + 2 * (32 * 128) * 2  # plus one query row in and one output row out
+    flop = attention_flops(DECODE).forward
+    assert flop == 2 * 32 * 8192 * 256
+    line = roofline(flop, moved.forward, 989.5, 3350)
+    assert line["intensity"] == pytest.approx(flop / moved.forward) and line["intensity"] < 4.1
+    assert line["ridge"] == pytest.approx(989.5e12 / 3350e9) and line["bound"] == "memory"
+    assert roofline(flop, moved.forward, None, 3350)["bound"] is None
+
+
+def test_backward_reads_and_writes_are_counted_and_long_prefill_is_compute_bound():
+    from attndoctor.runs.bench import attention_bytes, roofline
+
+    c = dict(batch=2, heads=16, kv_heads=4, seqlen_q=4096, seqlen_kv=4096, hdim=128, dtype="bf16", train=True,
+             mask="causal")
+    q = o = 2 * 16 * 4096 * 128
+    kv = 2 * 4 * 4096 * 256
+    lse = 4 * 2 * 16 * 4096
+    moved = attention_bytes(c)
+    assert moved.forward == 2 * (q + kv + o) + lse
+    assert moved.backward == 2 * (q + kv + o + o) + lse + 2 * (q + kv)
+    assert moved.train == moved.forward + moved.backward
+    assert attention_bytes({**c, "dtype": "fp32", "train": False}).forward == 4 * (q + kv + o)
+    flops = attention_flops(c)
+    assert roofline(flops.train, moved.train, 989.5, 3350)["bound"] == "compute"
+
+
+def test_annotate_adds_gbs_and_percent_of_hbm():
+    from attndoctor.runs.bench import attention_bytes
+
+    moved = attention_bytes(DECODE)
+    stats = {"median_ms": 0.02}
+    out = annotate({"outcome": "ok", "forward": stats, "train": None}, attention_flops(DECODE), 989.5, moved, 3350)
+    assert out["forward"]["gbs"] == pytest.approx(moved.forward / 2e-5 / 1e9)
+    assert out["forward"]["hbm_pct"] == pytest.approx(100 * out["forward"]["gbs"] / 3350)
+    assert out["forward"]["peak_pct"] < 1 < out["forward"]["hbm_pct"]
+    bare = annotate({"outcome": "ok", "forward": stats}, attention_flops(DECODE), 989.5)
+    assert "gbs" not in bare["forward"]
+
+
+def test_bench_reports_bytes_and_bound_per_config_and_keeps_the_fastest(tmp_path):
+    from attndoctor.report.bench_text import write_bench
+
+    decode = make_config({**{k: v for k, v in DECODE.items() if k not in ("seqlen_q", "seqlen_kv")},
+                          "seqlen_q": 1, "seqlen_kv": 8192, "name": "decode"})
+    report = run_bench([decode, _config()], _h100_env(), supervisor=PlantedSupervisor(), seed=1)
+    doc = json.loads(json.dumps(report.to_dict(), default=str))
+    dec, train = doc["results"]
+    assert dec["bound"] == "memory" and train["bound"] == "compute"
+    assert set(train["roofline"]) == {"forward", "forward_backward"} and set(dec["roofline"]) == {"forward"}
+    assert "each tensor once" in doc["bytes_formula"]
+    m = next(x for x in dec["measurements"] if x["backend"] == "sdpa-cudnn")
+    assert m["forward"]["gbs"] == pytest.approx(dec["bytes"]["forward"] / 0.5e-3 / 1e9)
+    assert dec["recommendation"]["backend"] == "sdpa-cudnn", "the fastest is still the least time"
+    target = tmp_path / "out.txt"
+    write_bench(report, fmt="text", target=str(target))
+    text = " ".join(target.read_text().split())
+    assert "memory-bound (judge by % of HBM)" in text and "compute-bound (judge by % of peak TFLOP/s)" in text
+    assert "GB/s (fwd+bwd)" in text and "3350 GB/s" in text
+
+
 # ---------------------------------------------------------------- CLI
 
 
@@ -234,7 +306,7 @@ def test_bench_without_gpu_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.delenv("ATTNDOCTOR_VERIFY_DEVICE", raising=False)
     env = fake_probe(monkeypatch)
     env.no_gpu = True
-    monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: True)
+    monkeypatch.setattr("attndoctor.runs.verification.torch_installed", lambda: True)
     code, out, err = cli("bench", "--seqlen", "64")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "bench runs the real kernels and needs an NVIDIA GPU" in err
@@ -243,7 +315,7 @@ def test_bench_without_gpu_is_one_line_exit_2(cli, monkeypatch):
 def test_bench_without_torch_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.delenv("ATTNDOCTOR_VERIFY_DEVICE", raising=False)
     fake_probe(monkeypatch)
-    monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: False)
+    monkeypatch.setattr("attndoctor.runs.verification.torch_installed", lambda: False)
     code, out, err = cli("bench")
     assert code == 2 and out == "" and err.count("\n") == 1 and "needs PyTorch" in err
 
@@ -359,7 +431,7 @@ def test_time_calls_rotates_sets_and_extends_a_noisy_measurement():
 
 def test_a_worker_that_cannot_start_is_one_line_for_bench_and_verify(tmp_path):
     from attndoctor.errors import UsageError
-    from attndoctor.verification import run_verify
+    from attndoctor.runs.verification import run_verify
     from attndoctor_kernels.supervisor import WorkerError
 
     class Unstartable(PlantedSupervisor):

@@ -12,7 +12,7 @@ from conftest import fake_probe
 
 def test_verify_without_torch_is_one_line_exit_2(cli, monkeypatch):
     fake_probe(monkeypatch)
-    monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: False)
+    monkeypatch.setattr("attndoctor.runs.verification.torch_installed", lambda: False)
     code, out, err = cli("verify")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "needs PyTorch" in err
@@ -21,7 +21,7 @@ def test_verify_without_torch_is_one_line_exit_2(cli, monkeypatch):
 def test_verify_without_gpu_is_one_line_exit_2(cli, monkeypatch):
     env = fake_probe(monkeypatch)
     env.no_gpu = True
-    monkeypatch.setattr("attndoctor.verification.torch_installed", lambda: True)
+    monkeypatch.setattr("attndoctor.runs.verification.torch_installed", lambda: True)
     code, out, err = cli("verify", "--seqlen", "64")
     assert code == 2 and err.count("\n") == 1 and "needs an NVIDIA GPU" in err
 

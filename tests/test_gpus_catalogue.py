@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from attndoctor.bench import gpu_facts
+from attndoctor.runs.bench import gpu_facts
 from attndoctor.gpus import gpu_catalogue, lookup_gpu, nearest_gpu_names, resolve_gpu, sm_spec, sm_table
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attndoctor.config import make_config
-from attndoctor.verification import DEFAULTS, agreement, backend_environment, disagrees, fill_defaults
+from attndoctor.runs.verification import DEFAULTS, agreement, backend_environment, disagrees, fill_defaults
 from attndoctor.environment import Environment
 from attndoctor_kernels.outcomes import classify, classify_exception, error_text, is_cuda_error
 from attndoctor_kernels.spec import NotBuilt, case_spec, padded_lengths, parse_layout
@@ -175,6 +175,6 @@ def test_te_backends_are_judged_with_the_switches_their_runner_sets():
     assert forced.env_vars["NVTE_FLASH_ATTN"] == "1" and forced.env_vars["NVTE_FUSED_ATTN"] == "0"
     assert backend_environment(env, "sdpa-flash").env_vars == {"NVTE_FLASH_ATTN": "0"}
     from attndoctor_kernels.runners.te import SWITCHES
-    from attndoctor.verification import TE_SWITCHES
+    from attndoctor.runs.verification import TE_SWITCHES
 
     assert SWITCHES == TE_SWITCHES

@@ -4,6 +4,7 @@ next probe runs in a fresh worker. Planted runners (tests/fake_runners.py) need 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,9 @@ def test_exit_and_runner_bug_are_crashes_not_exceptions(sup):
 def test_library_output_on_stdout_does_not_break_the_protocol(sup):
     result = sup.probe("fake-print", {})
     assert result["outcome"] == "ok"
+    deadline = time.monotonic() + 5  # the stderr reader thread may lag the reply under load
+    while not any("library chatter" in line for line in sup.stderr_tail(50)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert any("library chatter" in line for line in sup.stderr_tail(50))
     assert sup.probe("fake-ok", {})["outcome"] == "ok"
 
@@ -110,3 +114,41 @@ def test_a_worker_that_cannot_start_is_reported():
         assert result["outcome"] == "crashed" and "cannot start the worker" in result["error"]
     finally:
         s.close()
+
+
+def test_a_batch_is_one_request_and_each_failure_costs_only_its_own_probe(sup):
+    items = [{"backend": b, "config": {"batch": 1}, "seed": i}
+             for i, b in enumerate(["fake-ok", "fake-refuse", "fake-abort", "fake-ok", "fake-hang", "fake-ok",
+                                    "fake-cuda-error", "fake-bug", "fake-ok", "no-such", "fake-ok"])]
+    started = []
+    results = sup.probes(items, timeout=1.5, before=started.append)
+    assert started == list(range(len(items))), "progress sees every probe start, in order"
+    assert [r["outcome"] for r in results] == ["ok", "rejected", "crashed", "ok", "crashed", "ok", "crashed",
+                                               "crashed", "ok", "skipped", "ok"]
+    assert "SIGABRT" in results[2]["error"] and results[4]["phase"] == "timeout"
+    assert "restarted" in results[6]["error"] and "KeyError" in results[7]["error"]
+    assert [r["details"]["seed"] for r in results if r["outcome"] == "ok"] == [0, 3, 5, 8, 10]
+    pids = [_pid(results[i]) for i in (0, 3, 5, 8, 10)]
+    assert pids[0] != pids[1] != pids[2] != pids[3], "a fresh worker after each crash, hang, CUDA error, bug"
+    assert pids[3] == pids[4], "the worker keeps serving after a skip"
+    assert sup.starts == 5 and all(r["round_trip_ms"] >= 0 for r in results)
+
+
+def test_a_batch_reuses_the_running_worker(sup):
+    before = _pid(sup.probe("fake-ok", {}))
+    results = sup.probes([{"backend": "fake-ok", "config": {}, "seed": s} for s in range(4)])
+    assert {_pid(r) for r in results} == {before} and sup.starts == 1
+
+
+def test_train_and_infer_share_the_data_and_reference_but_each_probe_runs_as_its_own_spec():
+    pytest.importorskip("torch")
+    from attndoctor.config import make_config
+    from attndoctor_kernels.spec import case_spec
+    from attndoctor_kernels.worker import WorkerContext
+
+    values = {"batch": 1, "heads": 2, "seqlen": 64, "hdim": 32, "dtype": "fp32", "mask": "causal"}
+    context = WorkerContext("cpu")
+    train = context.case(case_spec(make_config({**values, "train": True}).to_dict()), 7)
+    infer = context.case(case_spec(make_config({**values, "train": False}).to_dict()), 7)
+    assert train.spec.train is True and infer.spec.train is False
+    assert infer.q is train.q and infer.reference is train.reference

@@ -13,7 +13,7 @@ import pytest
 from attndoctor.config import make_config
 from attndoctor.environment import environment_from_flags
 from attndoctor.errors import UsageError
-from attndoctor.verification import (Observation, agreement, load_known_gaps, recorded_environment, replay)
+from attndoctor.runs.verification import (Observation, agreement, load_known_gaps, recorded_environment, replay)
 
 HERE = Path(__file__).resolve().parent / "observations"
 FILES = sorted(HERE.glob("*.jsonl"))

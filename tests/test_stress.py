@@ -7,7 +7,7 @@ import json
 import pytest
 
 from attndoctor.config import make_config
-from attndoctor.stress import judge, repro_script, stress_variants
+from attndoctor.runs.stress import judge, repro_script, stress_variants
 from conftest import fake_probe
 
 INF = float("inf")
@@ -82,3 +82,18 @@ def test_the_math_backend_is_no_peer_for_the_fused_kernels():
     found, _ = judge({"cudnn-fe": probe("wrong-results", dq=0.5), "sdpa-flash": probe(dq=0.01),
                       "sdpa-math": probe(dq=0.001)})
     assert [f[:2] for f in found] == [("cudnn-fe", "apart")]
+
+
+def test_the_stress_plan_runs_each_case_once_and_puts_train_and_infer_of_a_shape_side_by_side():
+    from attndoctor.runs.stress import REGIMES, plan_cases
+
+    train = make_config({"heads": 4, "seqlen": 1024, "hdim": 128, "train": True, "name": "m train"})
+    infer = train._replace(train=False, name="m infer")
+    variants = stress_variants(train) + stress_variants(infer)
+    plan = plan_cases(variants)
+    assert sorted(plan) == sorted((i, r) for i in range(len(variants)) for r in REGIMES)
+    n = len(variants) // 2
+    for i in range(n):  # variant i (train) and i + n (infer) have the same shape: adjacent in every regime
+        for regime in REGIMES:
+            at = plan.index((i, regime))
+            assert plan[at + 1] == (i + n, regime)

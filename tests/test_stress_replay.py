@@ -14,8 +14,8 @@ from attndoctor.config import make_config
 from attndoctor.engine.evaluate import Evaluator
 from attndoctor.engine.rules import load_rulebase
 from attndoctor.environment import environment_from_dict
-from attndoctor.stress import explained_by, judge, masked_row_conventions
-from attndoctor.verification import backend_environment
+from attndoctor.runs.stress import explained_by, judge, masked_row_conventions
+from attndoctor.runs.verification import backend_environment
 
 HERE = Path(__file__).parent / "observations" / "stress"
 FILES = sorted(HERE.glob("*.jsonl"))

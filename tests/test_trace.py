@@ -181,7 +181,7 @@ def test_bench_names_a_faster_backend_than_what_ran():
     import torch.nn.functional as F
 
     import attndoctor
-    from attndoctor.bench import run_bench
+    from attndoctor.runs.bench import run_bench
     from attndoctor.trace.reader import attach_bench
     from test_bench import PlantedSupervisor, _h100_env
 

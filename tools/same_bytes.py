@@ -65,7 +65,7 @@ def commands(scratch: Path) -> list[list[str]]:
     return out
 
 
-REPLAY = ("import pathlib, sys; from attndoctor.verification import replay\n"
+REPLAY = ("import pathlib, sys; from attndoctor.runs.verification import replay\n"
           "files = sorted(pathlib.Path(sys.argv[1]).glob('*.jsonl'))\n"
           "for r in replay(files): print(r.disagrees, r.describe())")
 

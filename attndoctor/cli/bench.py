@@ -24,10 +24,10 @@ def bench(*, runs: int = typer.Option(20, "--runs", callback=at_least(1), help="
           config: dict[str, Any], output: dict[str, Any]) -> None:
     """Time forward (and forward+backward when training) of each supported, installed backend: ms, TFLOP/s, % of
     the GPU's peak, spread, peak memory; recommend the fastest and compare it with the framework's default."""
-    from ..bench import run_bench
+    from ..runs.bench import run_bench
     from ..probe import probe
     from ..report.bench_text import write_bench
-    from ..verification import stderr_progress, verify_device
+    from ..runs.verification import stderr_progress, verify_device
 
     if output.get("format", "text") not in ("text", "json"):
         raise UsageError(f"--format: unknown format {output.get('format')!r}; accepted: text, json")

@@ -127,7 +127,7 @@ def _bench(report: Any, rules_dir: Optional[str]) -> None:
     if env.no_gpu or env.torch_cuda_available is False or not env.gpus:
         report.notes.append("--bench needs a CUDA GPU and torch with CUDA: nothing was timed")
         return
-    from ..bench import run_bench
+    from ..runs.bench import run_bench
 
     attach_bench(report, run_bench(configs, env, rules_dir=rules_dir))
 

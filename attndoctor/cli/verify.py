@@ -29,7 +29,7 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
     the rules were right: confirmed or CONTRADICTED, the library's own error, the error against float64, the time."""
     from ..probe import probe
     from ..report.verify_text import write_verify
-    from ..verification import run_verify, stderr_progress, verify_device
+    from ..runs.verification import run_verify, stderr_progress, verify_device
 
     if output.get("format", "text") not in ("text", "json"):
         raise UsageError(f"--format: unknown format {output.get('format')!r}; accepted: text, json")
@@ -39,7 +39,7 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
     update, close = stderr_progress("stress" if stress else "verify")
     if stress:
         from ..report.stress_text import write_stress
-        from ..stress import run_stress
+        from ..runs.stress import run_stress
 
         try:
             found = run_stress(configs, environment, backends=output.get("backend"), timeout=timeout, seed=seed,

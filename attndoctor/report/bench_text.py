@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Mapping
 
-from ..bench import BenchReport, ConfigBench, metric_ms
+from ..runs.bench import BenchReport, ConfigBench, metric_ms
 from .text import environment_lines
 from .term import Console, Table, Text
 
@@ -26,6 +26,38 @@ def _tflops(stats: Mapping[str, Any] | None) -> str:
     text = f"{stats['tflops']:.0f}" if stats["tflops"] >= 10 else f"{stats['tflops']:.2f}"
     if stats.get("peak_pct") is not None:
         text += f" ({stats['peak_pct']:.0f}%)"
+    return text
+
+
+def _gbs(stats: Mapping[str, Any] | None) -> str:
+    if not stats or stats.get("gbs") is None:
+        return ""
+    text = f"{stats['gbs']:.0f}" if stats["gbs"] >= 10 else f"{stats['gbs']:.2f}"
+    if stats.get("hbm_pct") is not None:
+        text += f" ({stats['hbm_pct']:.0f}%)"
+    return text
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _roofline(result: ConfigBench) -> str:
+    """The metric's bytes, intensity and bound, in words."""
+    if result.bytes is None:
+        return ""
+    moved = result.bytes.train if result.metric == "forward_backward" else result.bytes.forward
+    text = f"{_bytes(moved)} moved"
+    line = result.roofline.get(result.metric) or {}
+    if line.get("intensity") is not None:
+        text += f" · {line['intensity']:.0f} FLOP/byte"
+    if line.get("bound"):
+        side = "<" if line["bound"] == "memory" else ">="
+        text += f" {side} ridge {line['ridge']:.0f}: {line['bound']}-bound"
+        text += " (judge by % of HBM)" if line["bound"] == "memory" else " (judge by % of peak TFLOP/s)"
     return text
 
 
@@ -72,6 +104,9 @@ def _header(report: BenchReport) -> list[Text]:
                           "forward 2·B·H·Sq·Skv·(D+Dv), /2 causal, backward 2.5× forward", style="dim"))
     else:
         lines.append(Text("  no catalogue peak for this device: TFLOP/s without % of peak", style="dim"))
+    if gpu.get("bandwidth_gbs"):
+        lines.append(Text(f"  GB/s = the bytes a call must move (Q, K, V, O; the K/V cache; backward's reads and "
+                          f"writes) / time, % = of the {gpu['bandwidth_gbs']:g} GB/s of its memory", style="dim"))
     return lines
 
 
@@ -87,6 +122,7 @@ def _config_table(result: ConfigBench) -> Table:
     if train:
         table.add_column("fwd+bwd ms", justify="right", no_wrap=True)
         table.add_column("fwd+bwd TFLOP/s", justify="right", no_wrap=True)
+    table.add_column("GB/s" + (" (fwd+bwd)" if train else ""), justify="right", no_wrap=True)
     table.add_column("spread", justify="right", no_wrap=True)
     table.add_column("peak mem", justify="right", no_wrap=True)
     table.add_column(f"speed ({METRIC_LABEL[metric]})", no_wrap=True)
@@ -108,7 +144,7 @@ def _config_table(result: ConfigBench) -> Table:
         if train:
             row += [_ms(m.get("forward_backward")), _tflops(m.get("forward_backward"))]
         mem = m.get("mem_peak")
-        row += [_spread(stats), _mem(mem), _bar(metric_ms(m, metric), best), notes]
+        row += [_gbs(stats), _spread(stats), _mem(mem), _bar(metric_ms(m, metric), best), notes]
         table.add_row(*row)
     return table
 
@@ -161,6 +197,8 @@ def render_bench_text(report: BenchReport, file: IO[str] | None = None) -> None:
             title.append(f"  {result.config.label()}", style="dim")
         flops = result.flops
         title.append(f"  · {flops.forward / 1e9:.1f} GFLOP forward", style="dim")
+        if result.bytes is not None:
+            title.append(f" · {_roofline(result)}", style="dim")
         if result.defaults:
             title.append(f" · defaults for {', '.join(result.defaults)}", style="yellow")
         console.print(title)

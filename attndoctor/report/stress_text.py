@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from ..stress import StressReport
+from ..runs.stress import StressReport
 from ..words import plural
 from .term import Console, Table, Text
 from .text import environment_lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from ..verification import DEFAULTS, Observation, VerifyReport
+from ..runs.verification import DEFAULTS, Observation, VerifyReport
 from ..words import plural
 from .text import MARK, environment_lines
 from .term import Console, Table, Text

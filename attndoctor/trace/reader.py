@@ -331,7 +331,7 @@ def intent_findings(call: dict[str, Any]) -> list[dict[str, Any]]:
 def attach_bench(trace: TraceReport, bench: Any) -> None:
     """Beside each call, the backend `bench` measured fastest for its config when that is not what ran, and how
     much faster than what ran (when what ran was timed too)."""
-    from ..bench import metric_ms
+    from ..runs.bench import metric_ms
 
     fastest: dict[int, bool] = {}
     for call in trace.calls:

@@ -20,7 +20,7 @@ SWITCHES = {
     "te-fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1", "NVTE_UNFUSED_ATTN": "0"},
     "te-unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "1"},
 }
-"""The environment each runner sets; verify evaluates the rules with the same switches (attndoctor.verification)."""
+"""The environment each runner sets; verify evaluates the rules with the same switches (runs.verification)."""
 
 MASK_TYPES = {
     "none": "no_mask", "causal": "causal", "causal-bottom-right": "causal_bottom_right", "padding": "padding",

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from . import __version__
-from .config import AttentionConfig, make_config
-from .environment import Environment
-from .errors import UsageError
+from .. import __version__
+from ..config import AttentionConfig, make_config
+from ..environment import Environment
+from ..errors import UsageError
 
 SCHEMA_VERSION = 1
 
@@ -41,21 +41,24 @@ evaluated with them, so that the prediction is about the run that happened."""
 OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
 FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
 
-_AGREE: dict[str, dict[str, str]] = {
-    # predicted status -> observed outcome -> agreement
-    "supported": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
-                  "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "contradicted"},
+RAN_CLEAN = frozenset({"ok"})
+WRONG = frozenset({"wrong-results"})
+REFUSED = frozenset(FAILED)
+"""The outcomes a prediction is judged on (out-of-memory and skipped say nothing about support)."""
+_CONFIRMED_BY: dict[str, frozenset[str]] = {
+    "supported": RAN_CLEAN,
     # a known bug bites only on the data its advisory names: a clean run and a wrong one both agree with it
-    "known-bug": {"ok": "confirmed", "rejected": "contradicted", "api-mismatch": "contradicted",
-                  "wrong-results": "confirmed", "crashed": "contradicted", "not-installed": "contradicted"},
-    "unsupported": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
-                    "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
-    "api-mismatch": {"ok": "contradicted", "rejected": "confirmed", "api-mismatch": "confirmed",
-                     "wrong-results": "contradicted", "crashed": "confirmed", "not-installed": "confirmed"},
-    "wrong-results": {"ok": "contradicted", "rejected": "contradicted", "api-mismatch": "contradicted",
-                      "wrong-results": "confirmed", "crashed": "contradicted", "not-installed": "contradicted"},
-    "not-installed": {"ok": "contradicted", "rejected": "contradicted", "api-mismatch": "contradicted",
-                      "wrong-results": "contradicted", "crashed": "contradicted", "not-installed": "confirmed"},
+    "known-bug": RAN_CLEAN | WRONG,
+    "unsupported": REFUSED,
+    "api-mismatch": REFUSED,
+    "wrong-results": WRONG,
+    "not-installed": frozenset({"not-installed"}),
+}
+"""For each predicted status, the observed outcomes that confirm it; every other judged outcome contradicts it."""
+_AGREE: dict[str, dict[str, str]] = {
+    predicted: {outcome: "confirmed" if outcome in confirming else "contradicted"
+                for outcome in sorted(RAN_CLEAN | WRONG | REFUSED)}
+    for predicted, confirming in _CONFIRMED_BY.items()
 }
 DISAGREEMENTS = ("contradicted", "undecided")
 
@@ -283,14 +286,30 @@ def kernel_worker(supervisor: Any, *, device: str, timeout: float, runner_module
 ProgressFn = Callable[[int, int, str], None]
 
 
+def probe_all(sup: Any, items: Sequence[Mapping[str, Any]],
+              before: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    """Every probe of `items` in one request to the worker (one at a time where the worker has no batches)."""
+    many = getattr(sup, "probes", None)
+    if many is not None:
+        return list(many(items, before=before))
+    out = []
+    for i, item in enumerate(items):
+        if before:
+            before(i)
+        out.append(sup.probe(item["backend"], item["config"], seed=item.get("seed", 0),
+                             repeats=item.get("repeats", 0), **({"regime": item["regime"]} if item.get("regime")
+                                                                else {})))
+    return out
+
+
 def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, repeats: int = 3, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
                config_done: Callable[[AttentionConfig, list[Observation]], None] | None = None,
                runner_modules: Iterable[str] = (), supervisor: Any = None) -> VerifyReport:
     """Run every (config, backend) probe in one worker and compare with the rules. Records as it goes."""
-    from .engine.evaluate import Evaluator, build_facts
-    from .engine.rules import load_rulebase
+    from ..engine.evaluate import Evaluator, build_facts
+    from ..engine.rules import load_rulebase
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -310,7 +329,7 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     started = time.monotonic()
     stream: IO[str] | None = None
     if record:
-        from .inputs import output_opener
+        from ..inputs import output_opener
 
         try:
             Path(record).parent.mkdir(parents=True, exist_ok=True)
@@ -327,13 +346,18 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
         backend_by_id = {b.id: b for b in base.backends}
         for config, names in zip(filled, filled_names):
             batch: list[Observation] = []
-            for backend_id in run:
+            label = config.name or config.label()
+
+            def starting(i: int, base: int = done, label: str = label) -> None:
                 if progress:
-                    progress(done, total, f"{config.name or config.label()} · {backend_id}")
+                    progress(base + i, total, f"{label} · {run[i]}")
+
+            results = probe_all(sup, [{"backend": b, "config": config.to_dict(), "seed": seed, "repeats": repeats}
+                                      for b in run], before=starting)
+            for backend_id, result in zip(run, results):
                 b_env = backend_environment(env, backend_id)
                 verdict = evaluator.verdict(backend_by_id[backend_id], config, b_env,
                                             facts=build_facts(config, b_env), search_fix=False)
-                result = sup.probe(backend_id, config.to_dict(), seed=seed, repeats=repeats)
                 outcome = str(result.get("outcome", "crashed"))
                 obs = Observation(config=config, backend=backend_id, outcome=outcome, predicted=verdict.status,
                                   agreement=agreement(outcome, verdict.status), result=result,
@@ -389,8 +413,8 @@ class Replay:
 
 def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every JSON line of an observations file."""
-    from ._json import loads_json
-    from .inputs import describe, read_text
+    from .._json import loads_json
+    from ..inputs import describe, read_text
 
     out = []
     for number, line in enumerate(read_text(path, describe(path, "observations file")).splitlines(), 1):
@@ -405,9 +429,9 @@ def read_observations(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
 
 def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list[Replay]:
     """Evaluate every recorded observation with the current rules, no GPU needed."""
-    from .engine.evaluate import Evaluator
-    from .engine.rules import load_rulebase
-    from .environment import environment_from_dict
+    from ..engine.evaluate import Evaluator
+    from ..engine.rules import load_rulebase
+    from ..environment import environment_from_dict
 
     base = load_rulebase(rules_dir)
     evaluator = Evaluator(base)
@@ -435,7 +459,7 @@ def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list
 
 def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], None]]:
     """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
-    from .output import shown
+    from ..output import shown
 
     if sys.stderr.isatty():
         from rich.console import Console
@@ -507,8 +531,8 @@ class KnownGap:
 
 def load_known_gaps(path: str | Path) -> list[KnownGap]:
     """The [[gap]] tables of a known-gaps file; each needs a backend and a reason."""
-    from ._toml import loads_toml
-    from .inputs import describe, read_text
+    from .._toml import loads_toml
+    from ..inputs import describe, read_text
 
     p = Path(path)
     if not os.path.lexists(p):

@@ -17,6 +17,22 @@ with Sq == Skv (the usual convention, rather than (S+1)/(2S)); for a causal mask
 the exact count of allowed pairs over Sq·Skv, with the mask's alignment (top-left for `causal`, bottom-right for
 `causal-bottom-right` and for windows). Padding and arbitrary masks count as dense (full lengths). TFLOP/s =
 FLOP / time; % of peak = TFLOP/s over the GPU's dense tensor-core peak for the dtype (attndoctor/data/gpus.toml).
+
+Bytes moved (the least HBM traffic a kernel can do: every tensor read or written once; e = bytes per element of the
+dtype, Hk = key/value heads, so a decode step's K/V cache is the 2nd and 3rd terms):
+
+    forward           = e · (B·H·Sq·D + B·Hk·Skv·D + B·Hk·Skv·Dv + B·H·Sq·Dv)          (Q, K, V read; O written)
+                        + 4 · B·H·Sq   when training                                  (the fp32 logsumexp written)
+    backward          = e · (B·H·Sq·D + B·Hk·Skv·(D + Dv) + 2 · B·H·Sq·Dv)             (Q, K, V, O, dO read)
+                        + 4 · B·H·Sq                                                  (logsumexp read)
+                        + e · (B·H·Sq·D + B·Hk·Skv·(D + Dv))                          (dQ, dK, dV written)
+    forward+backward  = forward + backward
+
+Masks do not lower it (every K/V row is still read once) and kernels that re-read K/V per query tile or keep an
+fp32 dQ accumulator move more: GB/s = bytes / time is a lower bound on the traffic achieved. % of HBM = GB/s over the
+GPU's memory bandwidth (gpus.toml `bandwidth_gbs`, from the vendor's datasheet). The roofline bound: arithmetic
+intensity (FLOP / byte) below the GPU's ridge point (peak FLOP/s / bandwidth) is memory-bound, at or above it
+compute-bound; a memory-bound shape is judged by % of HBM, a compute-bound one by % of peak TFLOP/s.
 """
 
 from __future__ import annotations
@@ -25,10 +41,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import __version__
-from .config import AttentionConfig
-from .environment import Environment
-from .words import verdict_words
+from .. import __version__
+from ..config import AttentionConfig
+from ..environment import Environment
+from ..words import verdict_words
 
 SCHEMA_VERSION = 1
 FLOP_FORMULA = ("forward = 2*B*H*Sq*Skv*(D+Dv)*f; backward = 2.5*forward; forward+backward = 3.5*forward; "
@@ -108,6 +124,60 @@ def attention_flops(config: Mapping[str, Any]) -> FlopCount:
     dv = int(config.get("hdim_v") or d)
     f = mask_fraction(sq, skv, str(config.get("mask") or "none"), config.get("window"))
     return FlopCount(forward=2.0 * b * h * sq * skv * (d + dv) * f, fraction=f)
+
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+BYTES_FORMULA = ("forward = e*(B*H*Sq*D + B*Hk*Skv*(D+Dv) + B*H*Sq*Dv) [+ 4*B*H*Sq logsumexp when training]; "
+                 "backward = e*(B*H*Sq*D + B*Hk*Skv*(D+Dv) + 2*B*H*Sq*Dv) + 4*B*H*Sq + e*(B*H*Sq*D + "
+                 "B*Hk*Skv*(D+Dv)); e = bytes per element; each tensor once (a lower bound)")
+
+
+@dataclass(frozen=True)
+class ByteCount:
+    """The least HBM traffic of one attention call (module docstring), in bytes."""
+
+    forward: float
+    backward: float
+
+    @property
+    def train(self) -> float:
+        return self.forward + self.backward
+
+    def to_dict(self) -> dict[str, float]:
+        return {"forward": self.forward, "backward": self.backward, "forward_backward": self.train}
+
+
+def attention_bytes(config: Mapping[str, Any]) -> ByteCount:
+    """The bytes one attention call must move for a config dict (Q, K, V, O; the K/V cache for decode; backward's
+    reads of Q, K, V, O, dO and the logsumexp and writes of dQ, dK, dV)."""
+    b, h = int(config["batch"]), int(config["heads"])
+    hk = int(config.get("kv_heads") or h)
+    sq = int(config["seqlen_q"])
+    skv = int(config.get("seqlen_kv") or sq)
+    d = int(config["hdim"])
+    dv = int(config.get("hdim_v") or d)
+    e = DTYPE_BYTES.get(str(config.get("dtype") or "bf16"), 2)
+    q, o, kv, lse = b * h * sq * d, b * h * sq * dv, b * hk * skv * (d + dv), 4 * b * h * sq
+    train = bool(config.get("train"))
+    forward = e * (q + kv + o) + (lse if train else 0)
+    backward = e * (q + kv + 2 * o) + lse + e * (q + kv)
+    return ByteCount(forward=float(forward), backward=float(backward))
+
+
+def roofline(flop: float, nbytes: float, peak_tflops: float | None, bandwidth_gbs: float | None) -> dict[str, Any]:
+    """Arithmetic intensity (FLOP/byte), the GPU's ridge point and the bound it puts the call under: `memory` below
+    the ridge, `compute` at or above it (None where the GPU's peak or bandwidth is unknown)."""
+    intensity = flop / nbytes if nbytes else None
+    ridge = (peak_tflops * 1e12) / (bandwidth_gbs * 1e9) if peak_tflops and bandwidth_gbs else None
+    bound = None if intensity is None or ridge is None else ("memory" if intensity < ridge else "compute")
+    return {"intensity": intensity, "ridge": ridge, "bound": bound}
+
+
+def gbs(nbytes: float, ms: float | None) -> float | None:
+    """GB/s (10^9 bytes per second) of `nbytes` moved in `ms` milliseconds."""
+    if ms is None or ms <= 0:
+        return None
+    return nbytes / (ms * 1e-3) / 1e9
 
 
 def tflops(flop: float, ms: float | None) -> float | None:
@@ -219,6 +289,14 @@ class ConfigBench:
     selections: list[dict[str, Any]]
     recommendation: Recommendation
     defaults: tuple[str, ...] = ()
+    bytes: ByteCount | None = None
+    roofline: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per metric (forward, forward_backward): intensity, ridge and bound (roofline())."""
+
+    @property
+    def bound(self) -> str | None:
+        """compute | memory for the config's metric (None where the GPU's figures are unknown)."""
+        return (self.roofline.get(self.metric) or {}).get("bound")
 
     @property
     def metric(self) -> str:
@@ -226,7 +304,9 @@ class ConfigBench:
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "label": self.config.label(), "defaults": list(self.defaults),
-                "metric": self.metric, "flops": self.flops.to_dict(), "measurements": self.measurements,
+                "metric": self.metric, "flops": self.flops.to_dict(),
+                "bytes": self.bytes.to_dict() if self.bytes else None, "roofline": self.roofline,
+                "bound": self.bound, "measurements": self.measurements,
                 "not_run": self.not_run, "selected": self.selections,
                 "recommendation": self.recommendation.to_dict()}
 
@@ -257,6 +337,7 @@ class BenchReport:
             "worker": self.worker_info,
             "gpu": self.gpu,
             "flop_formula": FLOP_FORMULA,
+            "bytes_formula": BYTES_FORMULA,
             "options": self.options,
             "seed": self.seed,
             "backends": self.inventory,
@@ -276,7 +357,7 @@ def _count(items: Iterable[str | None]) -> dict[str, int]:
 
 def gpu_facts(name: str | None) -> dict[str, Any]:
     """The GPU's catalogue entry as bench reports it (dense peaks per dtype)."""
-    from .gpus import lookup_gpu
+    from ..gpus import lookup_gpu
 
     spec = lookup_gpu(name) if name else None
     if spec is None:
@@ -286,10 +367,13 @@ def gpu_facts(name: str | None) -> dict[str, Any]:
             "bandwidth_gbs": spec.bandwidth_gbs}
 
 
-def annotate(result: Mapping[str, Any], flops: FlopCount, peak: float | None) -> dict[str, Any]:
-    """A worker's bench result with TFLOP/s and % of peak added to `forward` and `forward_backward`."""
+def annotate(result: Mapping[str, Any], flops: FlopCount, peak: float | None, nbytes: ByteCount | None = None,
+             bandwidth: float | None = None) -> dict[str, Any]:
+    """A worker's bench result with TFLOP/s and % of peak, GB/s and % of HBM bandwidth added to `forward` and
+    `forward_backward`."""
     out = {k: v for k, v in result.items() if k not in ("train", "details", "restart")}
-    for key, src, flop in (("forward", "forward", flops.forward), ("forward_backward", "train", flops.train)):
+    for key, src, flop, moved in (("forward", "forward", flops.forward, nbytes.forward if nbytes else None),
+                                  ("forward_backward", "train", flops.train, nbytes.train if nbytes else None)):
         stats = result.get(src)
         if not stats:
             out[key] = None
@@ -297,6 +381,9 @@ def annotate(result: Mapping[str, Any], flops: FlopCount, peak: float | None) ->
         stats = dict(stats)
         stats["tflops"] = tflops(flop, stats.get("median_ms"))
         stats["peak_pct"] = peak_percent(stats["tflops"], peak)
+        if moved is not None:
+            stats["gbs"] = gbs(moved, stats.get("median_ms"))
+            stats["hbm_pct"] = peak_percent(stats["gbs"], bandwidth)
         out[key] = stats
     out["details"] = {k: v for k, v in (result.get("details") or {}).items() if k != "traceback"}
     return out
@@ -329,8 +416,8 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
     """Time every supported, installed backend on every config in one worker, and recommend per config."""
     import random
 
-    from .engine.evaluate import Evaluator, build_facts
-    from .engine.rules import load_rulebase
+    from ..engine.evaluate import Evaluator, build_facts
+    from ..engine.rules import load_rulebase
     from .verification import backend_environment, fill_defaults, kernel_worker
 
     base = load_rulebase(rules_dir)
@@ -375,7 +462,11 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
         done = 0
         for filled, names, result, run, skipped in plan:
             flops = attention_flops(filled.to_dict())
+            moved = attention_bytes(filled.to_dict())
             peak = gpu.get("peak_tflops", {}).get(str(filled.dtype))
+            bandwidth = gpu.get("bandwidth_gbs")
+            bounds = {"forward": roofline(flops.forward, moved.forward, peak, bandwidth),
+                      "forward_backward": roofline(flops.train, moved.train, peak, bandwidth)}
             measured: list[dict[str, Any]] = []
             for backend_id in run:
                 if progress:
@@ -387,7 +478,7 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
                     if retry.get("outcome") == "ok":
                         retry["mode_note"] = f"timed eagerly after a crash with CUDA graphs: {raw.get('error', '')}"
                     raw = retry
-                measured.append(annotate(raw, flops, peak))
+                measured.append(annotate(raw, flops, peak, moved, bandwidth))
                 done += 1
             metric = "forward_backward" if filled.train else "forward"
             times = {m["backend"]: metric_ms(m, metric) for m in measured}
@@ -401,7 +492,8 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
                                     and s.backend == m["backend"]]
             results.append(ConfigBench(config=filled, flops=flops, measurements=measured, not_run=skipped,
                                        selections=[s.to_dict() for s in result.selected], recommendation=rec,
-                                       defaults=names))
+                                       defaults=names, bytes=moved,
+                                       roofline=bounds if filled.train else {"forward": bounds["forward"]}))
         if progress:
             progress(total, total, "done")
     return BenchReport(environment=env, results=results, gpu=gpu, options=opts, seed=seed,

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from . import __version__
-from .config import AttentionConfig, make_config
-from .environment import Environment
+from .. import __version__
+from ..config import AttentionConfig, make_config
+from ..environment import Environment
 
 REGIMES = ("low-lse", "dominant-key", "masked-rows", "fp16-large", "grad-out-strides")
 """The data regimes, named as the advisories' data conditions they can decide (engine.rules.DATA_CONDITIONS)."""
@@ -48,6 +48,18 @@ def stress_variants(config: AttentionConfig) -> list[AttentionConfig]:
         values.pop("origin", None)
         out.append(make_config(values)._replace(name=f"{config.name or config.label()} @ {q}x{n}"))
     return out
+
+
+def plan_cases(variants: Sequence[AttentionConfig]) -> list[tuple[int, str]]:
+    """(variant index, regime) in the order the worker runs them: the cases that share their inputs (train and
+    infer of one shape, in one regime) next to each other, so that the worker builds the data and the float64
+    reference once for them; each case still runs every backend. Outcomes do not depend on this order."""
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for index, config in enumerate(variants):
+        shape = {k: v for k, v in config.to_dict().items() if k not in ("name", "train")}
+        for regime in REGIMES:
+            groups.setdefault((json.dumps(shape, sort_keys=True, default=str), regime), []).append((index, regime))
+    return [case for group in groups.values() for case in group]
 
 
 @dataclass
@@ -147,7 +159,7 @@ def masked_row_conventions(results: dict[str, dict[str, Any]],
 
 def explained_by(evaluator: Any, backend: Any, config: AttentionConfig, env: Environment, regime: str) -> tuple[str, ...]:
     """The advisories (and wrong-results rules) that predict this backend going wrong here."""
-    from .engine.evaluate import build_facts
+    from ..engine.evaluate import build_facts
 
     verdict = evaluator.verdict(backend, config, env, facts=build_facts(config, env), search_fix=False)
     return tuple(f.id for f in verdict.findings if f.applies is True and f.effect == "wrong-results"
@@ -209,9 +221,9 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
     """Probe every (stress variant, regime, backend) in one worker and judge each case across backends."""
     import random
 
-    from .engine.evaluate import Evaluator
-    from .engine.rules import load_rulebase
-    from .verification import backend_environment, fill_defaults, kernel_worker, recorded_environment
+    from ..engine.evaluate import Evaluator
+    from ..engine.rules import load_rulebase
+    from .verification import backend_environment, fill_defaults, kernel_worker, probe_all, recorded_environment
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -231,14 +243,21 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
         run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
         total = len(variants) * len(REGIMES) * len(run)
         done = 0
-        for config in variants:
+        ran: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        for index, regime in plan_cases(variants):
+            config = variants[index]
+
+            def starting(i: int, base: int = done, name: str = str(config.name), regime: str = regime) -> None:
+                if progress:
+                    progress(base + i, total, f"{name} · {regime} · {run[i]}")
+
+            ran[index, regime] = probe_all(sup, [{"backend": b, "config": config.to_dict(), "seed": seed,
+                                                  "regime": regime} for b in run], before=starting)
+            done += len(run)
+        for index, config in enumerate(variants):
             for regime in REGIMES:
                 results: dict[str, dict[str, Any]] = {}
-                for backend_id in run:
-                    if progress:
-                        progress(done, total, f"{config.name} · {regime} · {backend_id}")
-                    done += 1
-                    result = sup.probe(backend_id, config.to_dict(), seed=seed, regime=regime)
+                for backend_id, result in zip(run, ran[index, regime]):
                     if result.get("outcome") == "skipped":
                         continue
                     probes += 1
@@ -269,7 +288,7 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
         if progress:
             progress(total, total, "done")
     if record:
-        from .output import output_stream
+        from ..output import output_stream
 
         with output_stream(record, what="--record") as stream:
             stream.write("\n".join(lines) + ("\n" if lines else ""))
