@@ -174,7 +174,7 @@ def test_verify_stress(cli, on_cpu):
     doc = json.loads(out)
     valid(doc, "stress-v1.json")
     from attndoctor.config import make_config
-    from attndoctor.stress import StressFinding
+    from attndoctor.runs.stress import StressFinding
 
     found = StressFinding(config=make_config({"heads": 1, "seqlen": 704, "hdim": 64, "dtype": "bf16", "train": True,
                                               "mask": "arbitrary"}),
