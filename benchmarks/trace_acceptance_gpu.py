@@ -1,6 +1,7 @@
 """Issue 24's GPU acceptance of `attndoctor trace` and issue 26's trace overhead, in one run on a GPU, with Hugging
 Face models of random weights (no download). A table is printed last; details go under $OUT.
 
+    pip install --no-deps --no-build-isolation -e .        # the CLI runs need the installed rules package
     python benchmarks/trace_acceptance_gpu.py all          # everything below
     python benchmarks/trace_acceptance_gpu.py compiled     # the traced program: a torch.compile'd Llama, 3 steps
     python benchmarks/trace_acceptance_gpu.py overhead --pairs 7 --steps 30
