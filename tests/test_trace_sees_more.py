@@ -98,6 +98,16 @@ def test_a_graph_compiled_while_no_attention_is_in_it_keeps_the_plain_note():
     assert any("no attention call the trace recognises inside them" in n for n in t.report().notes)
 
 
+def test_a_graph_compiled_inside_a_hooked_entry_point_is_not_recorded_twice():
+    compiled = torch.compile(lambda x: F.scaled_dot_product_attention(x, x, x), backend="eager")
+    with attndoctor.trace() as t:
+        t._recorder.local.busy = True  # as inside the flex_attention wrapper, whose own compile this stands for
+        compiled(torch.randn(1, 2, 8, 16))
+        t._recorder.local.busy = False
+        compiled(torch.randn(1, 2, 8, 16))
+    assert not t.calls
+
+
 @pytest.mark.parametrize("name, entry, ran", [
     ("aten::_scaled_dot_product_cudnn_attention", None, "sdpa-cudnn"),
     ("aten::_scaled_dot_product_efficient_attention", None, "sdpa-efficient"),

@@ -201,6 +201,10 @@ class GraphHooks:
         recorder = self
 
         def call_user_compiler(this: Any, gm: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(recorder.local, "busy", False):
+                # compiled inside a hooked entry point (flex_attention compiling itself, transformers' compiled
+                # flex): that wrapper records every call already
+                return original(this, gm, *args, **kwargs)
             try:
                 nodes = attention_nodes(gm, recorder.skip)
             except Exception:  # noqa: BLE001 - never break the user's compile
