@@ -241,6 +241,21 @@ def test_hub_kernel_loaded_through_kernels_is_recorded_with_its_generation(fake_
         "hdim": 64, "mask": "causal", "layout": "bshd"}
 
 
+def test_hub_kernel_loaded_before_the_trace_started_is_wrapped_too(fake_packages, monkeypatch):
+    import kernels
+
+    fa2 = kernels.get_kernel("kernels-community/flash-attn2")
+    importer = types.ModuleType("kernels.importer")
+    importer._loaded_kernels = {"variant": types.SimpleNamespace(
+        module=fa2, repo_info=types.SimpleNamespace(repo_id="kernels-community/flash-attn2"))}
+    monkeypatch.setitem(sys.modules, "kernels.importer", importer)
+    q = torch.randn(1, 16, 4, 32, dtype=torch.float16)
+    with attndoctor.trace() as t:
+        fa2.flash_attn_func(q, q, q, causal=True)
+    [call] = t.calls
+    assert call["ran"] == "flash-attn-2" and call["api"] == "kernels-community/flash-attn2.flash_attn_func"
+
+
 @pytest.mark.parametrize("repo, generation", [
     ("kernels-community/flash-attn2", "flash-attn-2"), ("kernels-community/flash-attn3", "flash-attn-3"),
     ("kernels-community/vllm-flash-attn3", "flash-attn-3"), ("kernels-community/flash-attn", "flash-attn-2"),

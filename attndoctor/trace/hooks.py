@@ -42,6 +42,7 @@ class LibraryHooks:
         elif name in ("kernels", "kernels.load"):
             for attr in KERNEL_LOADERS:
                 self._patch(module, attr, self._wrap_kernel_loader, f"{name}.{attr}")
+            self._wrap_loaded_kernels()
         elif name == "transformer_engine.pytorch":
             cls = getattr(module, "DotProductAttention", None)
             if cls is not None:
@@ -61,18 +62,28 @@ class LibraryHooks:
             self._patch(module, attr, lambda orig, label, lib=library: self._wrap_flash(orig, label, lib),
                         f"{name}.{attr}")
 
+    def _wrap_loaded_kernels(self) -> None:
+        """Hub kernels loaded before the trace started (kernels keeps them in importer._loaded_kernels)."""
+        loaded = getattr(sys.modules.get("kernels.importer"), "_loaded_kernels", None)
+        for kernel in list(loaded.values()) if isinstance(loaded, dict) else []:
+            repo = getattr(getattr(kernel, "repo_info", None), "repo_id", None) or getattr(
+                getattr(kernel, "metadata", None), "id", "")
+            self._wrap_hub_module(getattr(kernel, "module", None), str(repo))
+
+    def _wrap_hub_module(self, module: Any, repo: str) -> None:
+        library = hub_library(repo) or hub_library(getattr(module, "__name__", ""))
+        if library and module is not None:
+            for part, suffix in ((module, ""), (getattr(module, "flash_attn_interface", None),
+                                                ".flash_attn_interface")):
+                if part is not None:
+                    self._wrap_flash_module(part, f"{repo}{suffix}", library)
+
     def _wrap_kernel_loader(self, original: Any, label: str) -> Any:
         recorder = self
 
         def load(*args: Any, **kwargs: Any) -> Any:
             module = original(*args, **kwargs)
-            repo = str(kwargs.get("repo_id", args[0] if args else "") or getattr(module, "__name__", ""))
-            library = hub_library(repo)
-            if library and module is not None:
-                for part, suffix in ((module, ""), (getattr(module, "flash_attn_interface", None),
-                                                    ".flash_attn_interface")):
-                    if part is not None:
-                        recorder._wrap_flash_module(part, f"{repo}{suffix}", library)
+            recorder._wrap_hub_module(module, str(kwargs.get("repo_id", args[0] if args else "") or ""))
             return module
 
         return load
