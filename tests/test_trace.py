@@ -151,16 +151,16 @@ def test_flex_attention_on_cpu_is_recorded_as_flex_attention():
     assert not t.report().notes  # flex_attention's own internal compile is not the user's torch.compile
 
 
-def test_torch_compile_says_plainly_what_it_could_not_see():
-    import torch.nn.functional as F
-
-    import attndoctor
-
-    compiled = torch.compile(lambda x: F.scaled_dot_product_attention(x, x, x), backend="eager")
-    with attndoctor.trace() as t:
-        compiled(torch.randn(1, 2, 8, 16))
-    notes = t.report().notes
-    assert any("torch.compile made 1 graph" in n and "not seen" in n for n in notes)
+def test_torch_compile_calls_are_read_from_the_graph_under_the_cli(tmp_path):
+    report = tmp_path / "trace.json"
+    done = trace("--format", "json", "--output", str(report), "--", sys.executable, "compiled_sdpa.py")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(report.read_text())
+    check(doc)
+    [call] = doc["calls"]
+    assert call["site"] == f"compiled_sdpa.py:{line_of('compiled_sdpa.py', 'COMPILED-SITE')}"
+    assert call["count"] == 3 and call["ran"] == "sdpa-cpu-flash" and call["details"]["compiled"] is True
+    assert any("inside them were read from the graphs" in n for n in doc["trace"]["notes"])
 
 
 def test_torchrun_writes_one_record_per_rank_merged_by_the_reader(tmp_path):

@@ -13,7 +13,8 @@ from .record import DIR_VAR, OPTIONS_VAR, record_path, write_record
 
 WATCHED = ("torch", "torch.nn.attention.flex_attention", "flash_attn", "flash_attn.flash_attn_interface",
            "flash_attn_interface", "flash_attn.cute", "flash_attn.cute.interface", "transformer_engine.pytorch",
-           "transformers.modeling_utils")
+           "transformers.modeling_utils", "torch.nn.attention.varlen", "torch._dynamo.output_graph", "kernels",
+           "kernels.load", "vllm.vllm_flash_attn", "vllm.vllm_flash_attn.flash_attn_interface")
 
 
 def _wanted(name: str) -> bool:

@@ -364,11 +364,16 @@ def _notes(records: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], calls
             if note not in notes and note != "this process never imported torch":
                 notes.append(note)
     compiled = sum(int(h.get("compiled_graphs") or 0) for h, _ in records)
-    if compiled:
-        notes.append(f"torch.compile made {compiled} graph(s): attention inside compiled code is not seen (the trace "
-                     "hooks step aside while Dynamo traces, and a dispatch mode would make Dynamo fall back to "
-                     "eager); the calls listed ran outside compiled code. Run once with TORCH_COMPILE_DISABLE=1 to "
-                     "see every config")
+    inside = sum(int(h.get("compiled_attention") or 0) for h, _ in records)
+    if compiled and inside:
+        notes.append(f"torch.compile made {compiled} graph(s): the {inside} attention call(s) inside them were read "
+                     "from the graphs (config from the graph's example tensors, what ran from a profile of each "
+                     "graph's first run) and counted on every run; their backward, inside the compiled graph, is "
+                     "not counted")
+    elif compiled:
+        notes.append(f"torch.compile made {compiled} graph(s) while the trace ran, with no attention call the trace "
+                     "recognises inside them (graphs compiled before the trace started are not read); the calls "
+                     "listed ran outside compiled code. Run once with TORCH_COMPILE_DISABLE=1 to see every config")
     kernels = [c for c in calls if c.get("ran") != "eager"]
     eager = [c for c in calls if c.get("ran") == "eager"]
     if eager and not kernels:
