@@ -90,6 +90,13 @@ def test_the_hook_gates_a_commit_of_a_model_config(tmp_path: Path, machine: dict
         assert "fix: upgrade cuDNN to 9.5.0 or later" in done.stdout
 
 
+def test_the_hook_in_a_project_without_settings_fails_and_says_how_to_give_them(tmp_path: Path):
+    repo = sample_repo(tmp_path, CRASH, settings=False)
+    done = run_hook(repo, ["configs/our-model/config.json"])
+    assert done is not None and done.returncode == 2 and not done.stdout
+    assert "no config to explain" in done.stderr and "--model config.json" in done.stderr
+
+
 def test_the_hook_runs_when_the_settings_change_and_not_for_other_files(tmp_path: Path):
     repo = sample_repo(tmp_path, CRASH)
     assert run_hook(repo, ["README.md", "train.py"]) is None
