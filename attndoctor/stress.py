@@ -269,7 +269,7 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
         if progress:
             progress(total, total, "done")
     if record:
-        from .output import output_stream
+        from .console.output import output_stream
 
         with output_stream(record, what="--record") as stream:
             stream.write("\n".join(lines) + ("\n" if lines else ""))

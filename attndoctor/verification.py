@@ -435,7 +435,7 @@ def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list
 
 def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], None]]:
     """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
-    from .output import shown
+    from .console.output import shown
 
     if sys.stderr.isatty():
         from rich.console import Console

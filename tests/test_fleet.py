@@ -12,9 +12,9 @@ import pytest
 from attndoctor.config import make_config
 from attndoctor.environment import Environment, GpuInfo, environment_from_dict
 from attndoctor.errors import UsageError
-from attndoctor.fleet import (Launch, compact_ranks, compare_selections, cp_fit, decide, environment_for_rank,
+from attndoctor.fleet.ranks import (Launch, compact_ranks, compare_selections, cp_fit, decide, environment_for_rank,
                               fingerprint, first_host, fleet_document, group_ranks, launch_from_env)
-from attndoctor.fleet_dist import rank_environment, rank_payload
+from attndoctor.fleet.dist import rank_environment, rank_payload
 from attndoctor.report.fleet_text import describe_fingerprint, render_fleet_text
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fleet" / "h100_te.json"
@@ -227,7 +227,7 @@ def test_text_report_shows_groups_differences_and_mismatch():
 
 
 def test_fleet_without_torch_is_exit_2_with_one_line(monkeypatch, capsys):
-    import attndoctor.fleet_dist as fleet_dist
+    import attndoctor.fleet.dist as fleet_dist
     from attndoctor.cli import main
 
     monkeypatch.setattr(fleet_dist, "find_spec", lambda name: None)

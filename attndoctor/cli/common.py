@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 import typer
 
 from ..errors import RuleError, UsageError
-from ..output import for_encoding, output_stream, shown
+from ..console.output import for_encoding, output_stream, shown
 
 REPORT_FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
@@ -37,7 +37,7 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bool,
          stream: bool = False) -> tuple[Sequence[Any], Any]:
     """The configs to evaluate and the project settings, with flags over the project file over defaults."""
-    from ..project import load_project
+    from ..sources.project import load_project
     from ..services import configs_from_inputs
 
     project = load_project(gate.pop("project", None))

@@ -23,7 +23,7 @@ def fleet(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
     """Check every rank of a job (start it with torchrun or srun): ranks grouped by identical GPU, driver, libraries
     and NVTE_*/CUDNN_* variables, what differs, the backends they would select, and whether each context-parallel
     config fits the world. Exit 1 on every rank when the selected backends differ or a config does not fit."""
-    from ..fleet_dist import FleetFailure, run_fleet
+    from ..fleet.dist import FleetFailure, run_fleet
     from ..report.fleet_text import write_fleet
 
     fmt = output.get("format", "text")
@@ -36,7 +36,7 @@ def fleet(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
                          render=lambda doc: write_fleet(doc, fmt=fmt, target=output.get("output_file"),
                                                         details=bool(output.get("details"))))
     except FleetFailure as exc:
-        from ..output import shown
+        from ..console.output import shown
 
         sys.stderr.write(f"attndoctor: fleet: {shown(str(exc), newlines=False)}\n")
         raise typer.Exit(1) from None

@@ -14,7 +14,7 @@ from typing import Any, List, Optional
 import typer
 
 from ..errors import UsageError
-from ..output import check_writable
+from ..console.output import check_writable
 from . import EXIT_INTERRUPTED
 from .common import handle_errors
 
@@ -99,7 +99,7 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
 
 def _report(records: list, argv: List[str], code: int, record: Optional[str], output_file: Optional[str], fmt: str,
             rules_dir: Optional[str], bench: bool = False) -> None:
-    from ..output import output_stream
+    from ..console.output import output_stream
     from ..probe import probe
     from ..trace.reader import record_lines, trace_report
 

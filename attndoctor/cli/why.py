@@ -25,7 +25,7 @@ def why(text: Optional[str] = typer.Argument(None, help="The error message or wa
         *, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any]) -> None:
     """Explain an error message or log: the rules and known bugs that match, the likely cause, the fix."""
     from ..errors import UsageError
-    from ..output import output_stream
+    from ..console.output import output_stream
     from ..services import parse_env_assignments, whatif_environment
     from ..why.reader import read_source
     from ..why.service import explain_text

@@ -188,7 +188,7 @@ def render_bench_json(report: BenchReport) -> str:
 
 def write_bench(report: BenchReport, *, fmt: str, target: str | None) -> None:
     """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    from ..output import output_stream
+    from ..console.output import output_stream
 
     with output_stream(target) as stream:
         if fmt == "json":

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Mapping
 
-from .. import __version__
+from .._version import __version__
 from ..environment import ABSENT
-from ..fleet import FINGERPRINT_VERSIONS, compact_ranks
+from ..fleet.ranks import FINGERPRINT_VERSIONS, compact_ranks
 from ..words import plural
 from .term import Console, Text
 
@@ -18,7 +18,7 @@ SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN",
 def write_fleet(doc: Mapping[str, Any], *, fmt: str = "text", target: str | None = None,
                 details: bool = False) -> None:
     """Write the document to `target` (a path) or standard output."""
-    from ..output import output_stream
+    from ..console.output import output_stream
 
     with output_stream(target) as stream:
         if fmt == "json":

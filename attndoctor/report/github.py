@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
-from ..output import shown
+from ..console.output import shown
 from ..words import plural
 from .location import github_file, sources_by_label
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
 from ..environment import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
-from ..progress import COMPACT_OVER
+from ..console.progress import COMPACT_OVER
 
 
 def report_document(report: Report, gate: GateResult) -> dict[str, Any]:

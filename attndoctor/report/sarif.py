@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
 from ..engine.rules import DATA_CONDITIONS

@@ -57,7 +57,7 @@ def render_stress_text(report: StressReport, file: IO[str] | None = None, *, det
 
 def write_stress(report: StressReport, *, fmt: str, target: str | None, detailed: bool) -> None:
     """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    from ..output import output_stream
+    from ..console.output import output_stream
 
     with output_stream(target) as stream:
         if fmt == "json":

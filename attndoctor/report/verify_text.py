@@ -185,7 +185,7 @@ def render_verify_json(report: VerifyReport) -> str:
 
 def write_verify(report: VerifyReport, *, fmt: str, target: str | None, detailed: bool) -> None:
     """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    from ..output import output_stream
+    from ..console.output import output_stream
 
     with output_stream(target) as stream:
         if fmt == "json":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-from .. import __version__
+from .._version import __version__
 from ..environment import REPORT_SCHEMA_VERSION
 from .text import environment_lines
 from .term import Console, Text
