@@ -214,13 +214,13 @@ def test_a_crash_is_retried_eagerly_and_never_recommended():
 
 
 def test_text_report_shows_bars_the_selection_code_and_the_default(tmp_path):
-    from attndoctor.report.bench_text import write_bench
+    from attndoctor.report.formats import write
 
     sup = PlantedSupervisor()
     sup.times = {"sdpa-cudnn": (1.0, 3.0), "sdpa-flash": (0.5, 1.5)}
     report = run_bench([_config(), _config(hdim=64, name="small")], _h100_env(), supervisor=sup, seed=1)
     target = tmp_path / "out.txt"
-    write_bench(report, fmt="text", target=str(target))
+    write("bench", "text", report, str(target))
     text = target.read_text()
     assert "fastest: sdpa-flash" in text and "pytorch picks sdpa-cudnn" in text
     assert "2.00x as fast" in text and "select it: with torch.nn.attention.sdpa_kernel" in text

@@ -219,7 +219,7 @@ def test_text_report_shows_groups_differences_and_mismatch():
     doc = fleet_document(launch={"launcher": "torchrun"},
                          payloads=[payload(0), payload(1, env={"NVTE_FUSED_ATTN": "0"}, te="te-flash")], configs=[])
     out = io.StringIO()
-    render_fleet_text(doc, out, details=True)
+    render_fleet_text(doc, out, detailed=True)
     text = out.getvalue()
     assert "NVTE_FUSED_ATTN" in text and "A: unset" in text and "B: 0" in text
     assert "te-fused on ranks 0 (A)" in text and "te-flash on ranks 1 (B)" in text and "FAIL (exit 1)" in text

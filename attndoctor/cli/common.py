@@ -12,7 +12,9 @@ import typer
 from ..errors import RuleError, UsageError
 from ..console.output import for_encoding, output_stream, shown
 
-REPORT_FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
+from ..report.formats import accepted, check, renderer
+
+REPORT_FORMATS = accepted("report")
 
 
 def fail(message: str) -> "typer.Exit":
@@ -72,8 +74,7 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
     from ..engine.gate import SEVERITY, evaluate_gate
 
     fmt = output.get("format", "text")
-    if fmt not in REPORT_FORMATS:
-        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(REPORT_FORMATS)}")
+    check("report", fmt)
     gate = gate or {}
     fail_on = gate.get("fail_on")
     if fail_on is not None and fail_on not in SEVERITY:
@@ -97,26 +98,7 @@ def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | No
     result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on,
                            survey=bool(gate.get("survey")))
     with output_stream(output.get("output_file")) as stream:
-        if fmt == "json":
-            from ..report.json_format import render_json
-
-            stream.write(render_json(report, result))
-        elif fmt == "junit":
-            from ..report.junit import render_junit
-
-            stream.write(render_junit(report, result))
-        elif fmt == "sarif":
-            from ..report.sarif import render_sarif
-
-            stream.write(render_sarif(report, result))
-        elif fmt == "github":
-            from ..report.github import render_github
-
-            stream.write(render_github(report, result))
-        else:
-            from ..report.text import render_text
-
-            render_text(report, result, stream, detailed=bool(output.get("details")))
+        renderer("report", fmt)(report, result, stream, detailed=bool(output.get("details")))
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from ..report.github import summary_markdown
 

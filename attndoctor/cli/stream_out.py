@@ -21,7 +21,8 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
     from ..engine.gate_tally import GateTally
     from ..console.output import output_stream
     from ..console.parallel import map_ordered, workers_for
-    from ..report.stream import PIECES, write_json, write_jsonl
+    from ..report.formats import streamed_writer
+    from ..report.stream import PIECES
 
     options = {"require": require, "require_any": require_any, "fail_on": fail_on, "survey": survey}
     tally = GateTally(run.environment, **options)
@@ -34,6 +35,6 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
         pieces = progress.wrap(map_ordered(run.configs, run.evaluate, make_render, workers))
     try:
         with output_stream(output.get("output_file")) as stream:
-            return (write_jsonl if fmt == "jsonl" else write_json)(run, tally, stream, pieces)
+            return streamed_writer(fmt)(run, tally, stream, pieces)
     finally:
         progress.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any, Mapping
 
 from .._version import __version__
@@ -10,21 +9,10 @@ from ..environment import ABSENT
 from ..fleet.ranks import FINGERPRINT_VERSIONS, compact_ranks
 from ..words import plural
 from .term import Console, Text
+from .formats import dump_json
 
 SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN", "cudnn_frontend": "cudnn-frontend",
          "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3", "flash_attn_4": "flash-attn-4", "te": "TE"}
-
-
-def write_fleet(doc: Mapping[str, Any], *, fmt: str = "text", target: str | None = None,
-                details: bool = False) -> None:
-    """Write the document to `target` (a path) or standard output."""
-    from ..console.output import output_stream
-
-    with output_stream(target) as stream:
-        if fmt == "json":
-            stream.write(json.dumps(doc, indent=2, default=str) + "\n")
-        else:
-            render_fleet_text(doc, stream, details=details)
 
 
 def describe_fingerprint(fp: Mapping[str, Any]) -> str:
@@ -57,7 +45,7 @@ def _value(v: Any, field: str) -> str:
     return str(v)
 
 
-def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool = False) -> None:
+def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool = False, **_: Any) -> None:
     console = Console(stream)
     world = doc["world"]
     size, answered = world["size"], world["answered"]
@@ -127,7 +115,7 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
         console.print()
         console.print(Text("Every rank selects the same backends for every config.", style="green"))
     if mismatches.get("verdicts"):
-        shown = mismatches["verdicts"] if details else mismatches["verdicts"][:12]
+        shown = mismatches["verdicts"] if detailed else mismatches["verdicts"][:12]
         console.print(Text(f"Verdicts that differ between ranks ({len(mismatches['verdicts'])})", style="bold"))
         for m in shown:
             statuses = "; ".join(f"{v['status']} on {who(v['ranks'])}" for v in m["values"])
@@ -157,7 +145,7 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
         console.print(Text(f"Ranks that did not answer within {world.get('rank_timeout'):g} s: "
                            f"{compact_ranks(world['missing'])}", style="bold red"))
 
-    if details:
+    if detailed:
         console.print()
         console.print(Text("Ranks", style="bold"))
         for r in doc["ranks"]:
@@ -181,3 +169,6 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
         if len(gate["reasons"]) > 20:
             console.print(f"  … {len(gate['reasons']) - 20} more")
 
+
+def render_fleet_json(doc: Mapping[str, Any], stream: IO[str], **_: Any) -> None:
+    dump_json(doc, stream)

@@ -290,7 +290,8 @@ def assumption_lines(report: Report) -> list[Text]:
             for (field, value, why), names in grouped.items()]
 
 
-def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False) -> None:
+def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False,
+                **_: Any) -> None:
     """Write the human report."""
     console = Console(file)
     for line in environment_lines(report.environment) + assumption_lines(report):
