@@ -95,7 +95,7 @@ def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
         values["env_vars"] = dict(env_vars)
     env = environment_from_flags(values, base=base)
     if base is not None and env.binaries and (env.sm, env.gpu) != (base.sm, base.gpu):
-        from .probe.binaries import reannotate
+        from .probe.install_findings import reannotate
 
         reannotate(env)
     return env

@@ -20,7 +20,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from . import __version__
 from .config import AttentionConfig, make_config
-from .environment import Environment
+from .environment import TE_SWITCHES, Environment
 from .errors import UsageError
 
 SCHEMA_VERSION = 1
@@ -29,14 +29,6 @@ DEFAULTS: dict[str, Any] = {"batch": 2, "heads": 8, "seqlen_q": 256, "hdim": 64,
                             "layout": "bshd"}
 """What verify runs when a shape field is unknown: small, documented, and said in the output. kv_heads follows
 heads, seqlen_kv follows seqlen_q and hdim_v follows hdim, as in the config itself."""
-
-TE_SWITCHES: dict[str, dict[str, str]] = {
-    "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
-    "te-fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1", "NVTE_UNFUSED_ATTN": "0"},
-    "te-unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "1"},
-}
-"""The switches the TE runners set (kernels/runners/te.py holds the same table); the rules for a TE backend are
-evaluated with them, so that the prediction is about the run that happened."""
 
 OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
 FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
