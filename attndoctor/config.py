@@ -203,7 +203,8 @@ _CHECKS: dict[str, Callable[[Any, Any], Any]] = {
     WINDOW: lambda f, v: parse_window(v),
     NUM: lambda f, v: _float(f.name, v, *f.limit),
 }
-_CHECK_ORDER = sorted(TABLE, key=lambda f: (f.type == STR and not f.choices, (INT, BOOL, STR, WINDOW, NUM).index(f.type)))
+_CHECK_ORDER = sorted(TABLE, key=lambda f: (f.type == STR and not f.choices,
+                                            (INT, BOOL, STR, WINDOW, NUM).index(f.type)))
 """Fields are checked whole numbers first, then switches, names from a list, the window, numbers, free text: with
 several bad values, the first one named is the same whatever order the user wrote them in."""
 

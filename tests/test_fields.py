@@ -130,3 +130,14 @@ def test_the_report_schema_lists_the_table():
     for field in (f for f in TABLE if f.choices and f.name != "layout"):
         enum = described["properties"][field.name]["enum"]
         assert [v for v in enum if v is not None] == list(field.choices), field.name
+
+
+def test_new_config_facts_round_trip_and_bad_values(cli, explain):
+    doc = explain("--hdim", "128", "--heads", "16", "--seqlen", "4096", "--train", "--gpu", "H100", "--dtype", "fp8",
+                  "--fp8-recipe", "current", "--sdpa-flash-impl", "fa3", exit=0)
+    result = doc["results"][0]
+    assert result["config"]["fp8_recipe"] == "current" and result["config"]["sdpa_flash_impl"] == "fa3"
+    code, _, err = cli("explain", "--hdim", "64", "--fp8-recipe", "mx")
+    assert code == 2 and "fp8_recipe" in err and "mxfp8" in err
+    code, _, err = cli("explain", "--hdim", "64", "--sdpa-flash-impl", "fa5")
+    assert code == 2 and "sdpa_flash_impl" in err
