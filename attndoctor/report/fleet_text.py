@@ -47,6 +47,20 @@ def _value(v: Any, field: str) -> str:
 
 def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool = False, **_: Any) -> None:
     console = Console(stream)
+    _head(console, doc)
+    _groups(console, doc)
+    _mismatches(console, doc, detailed)
+    _context_parallel(console, doc)
+    if doc["world"].get("missing"):
+        console.print()
+        console.print(Text(f"Ranks that did not answer within {doc['world'].get('rank_timeout'):g} s: "
+                           f"{compact_ranks(doc['world']['missing'])}", style="bold red"))
+    if detailed:
+        _ranks(console, doc)
+    _gate(console, doc)
+
+
+def _head(console: Console, doc: Mapping[str, Any]) -> None:
     world = doc["world"]
     size, answered = world["size"], world["answered"]
     hosts = world.get("hosts") or []
@@ -66,17 +80,17 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool
     console.print(f"{plural(len(doc['configs']), 'config')}: {', '.join(names[:6])}"
                   + (" …" if len(names) > 6 else ""))
 
-    groups = doc["groups"]
+
+def _groups(console: Console, doc: Mapping[str, Any]) -> None:
     console.print()
     title = "Ranks grouped by identical fingerprint (GPU, driver, CUDA, torch, cuDNN, flash-attn, TE, NVTE_*/CUDNN_*)"
     console.print(Text(title, style="bold"))
-    for g in groups:
+    for g in doc["groups"]:
         line = Text(f"  {g['id']}  ")
         line.append(f"rank{'s' if len(g['ranks']) > 1 else ''} {compact_ranks(g['ranks'])}", style="bold")
         line.append(f"  on {', '.join(g['hosts'][:3])}{' …' if len(g['hosts']) > 3 else ''}\n     ")
         line.append(describe_fingerprint(g["fingerprint"]))
         console.print(line)
-
     if doc["differences"]:
         console.print()
         console.print(Text("What differs between the groups", style="bold"))
@@ -84,11 +98,12 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool
         for d in doc["differences"]:
             values = "   ".join(f"{gid}: {_value(v, d['field'])}" for gid, v in d["values"].items())
             console.print(f"  {d['label']:<{width}}   {values}")
-
     errors = [r for r in doc["ranks"] if r.get("answered") and r.get("error")]
     for r in errors:
         console.print(Text(f"  rank {r['rank']} ({r.get('host')}) could not evaluate: {r['error']}", style="red"))
 
+
+def _mismatches(console: Console, doc: Mapping[str, Any], detailed: bool) -> None:
     rank_group = {r["rank"]: r.get("group") for r in doc["ranks"] if r.get("answered")}
 
     def who(ranks: list[int]) -> str:
@@ -111,7 +126,7 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool
                               + ("" if v["status"] == "selected" else f" ({v['status']})")
                               + f" on {who(v['ranks'])}" for v in m["values"])
             console.print(f"    {m['framework']}: {picks}")
-    elif answered > 1:
+    elif doc["world"]["answered"] > 1:
         console.print()
         console.print(Text("Every rank selects the same backends for every config.", style="green"))
     if mismatches.get("verdicts"):
@@ -123,45 +138,45 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool
         if len(shown) < len(mismatches["verdicts"]):
             console.print(f"  … {len(mismatches['verdicts']) - len(shown)} more (--details or --format json)")
 
-    cp = doc["context_parallel"]
-    if cp:
-        console.print()
-        console.print(Text(f"Context parallel in a world of {size}", style="bold"))
-        for f in cp:
-            mark, style = {True: ("✓", "green"), False: ("✗", "red"), None: ("?", "yellow")}[f["fits"]]
-            line = Text(f"  {mark} ", style=style)
-            line.append(f"{f['config']}: ")
-            if f["fits"]:
-                line.append(f"fits: cp={f['cp']} × {f['other_parallel']} other-parallel; every sequence cut into "
-                            f"{2 * f['cp']} chunks")
-            elif f["fits"] is False:
-                line.append("; ".join(f["problems"]))
-            else:
-                line.append(f"depends on {', '.join(f['unknown'])}, not given")
-            console.print(line)
 
-    if world.get("missing"):
-        console.print()
-        console.print(Text(f"Ranks that did not answer within {world.get('rank_timeout'):g} s: "
-                           f"{compact_ranks(world['missing'])}", style="bold red"))
+def _context_parallel(console: Console, doc: Mapping[str, Any]) -> None:
+    if not doc["context_parallel"]:
+        return
+    console.print()
+    console.print(Text(f"Context parallel in a world of {doc['world']['size']}", style="bold"))
+    for f in doc["context_parallel"]:
+        mark, style = {True: ("✓", "green"), False: ("✗", "red"), None: ("?", "yellow")}[f["fits"]]
+        line = Text(f"  {mark} ", style=style)
+        line.append(f"{f['config']}: ")
+        if f["fits"]:
+            line.append(f"fits: cp={f['cp']} × {f['other_parallel']} other-parallel; every sequence cut into "
+                        f"{2 * f['cp']} chunks")
+        elif f["fits"] is False:
+            line.append("; ".join(f["problems"]))
+        else:
+            line.append(f"depends on {', '.join(f['unknown'])}, not given")
+        console.print(line)
 
-    if detailed:
-        console.print()
-        console.print(Text("Ranks", style="bold"))
-        for r in doc["ranks"]:
-            if not r.get("answered"):
-                console.print(f"  {r['rank']:>5}  did not answer")
-                continue
-            device = r.get("device") or {}
-            console.print(f"  {r['rank']:>5}  {r.get('group')}  {r.get('host')}  local {r.get('local_rank')}  "
-                          f"GPU {device.get('index', '-')}  {r.get('seconds')} s  {r.get('environment_source')}")
 
-    gate = doc["gate"]
+def _ranks(console: Console, doc: Mapping[str, Any]) -> None:
+    console.print()
+    console.print(Text("Ranks", style="bold"))
+    for r in doc["ranks"]:
+        if not r.get("answered"):
+            console.print(f"  {r['rank']:>5}  did not answer")
+            continue
+        device = r.get("device") or {}
+        console.print(f"  {r['rank']:>5}  {r.get('group')}  {r.get('host')}  local {r.get('local_rank')}  "
+                      f"GPU {device.get('index', '-')}  {r.get('seconds')} s  {r.get('environment_source')}")
+
+
+def _gate(console: Console, doc: Mapping[str, Any]) -> None:
+    gate, answered = doc["gate"], doc["world"]["answered"]
     console.print()
     if gate["passed"]:
         agree = f"{answered} ranks agree on the backends they select" if answered > 1 else "1 rank, nothing to compare"
-        console.print(Text(f"PASS: {agree}" + ("" if not cp else "; every context-parallel config fits"),
-                           style="bold green"))
+        console.print(Text(f"PASS: {agree}" + ("" if not doc["context_parallel"] else "; every context-parallel "
+                                                 "config fits"), style="bold green"))
     else:
         console.print(Text(f"FAIL (exit {gate['exit_code']})", style="bold red"))
         for reason in gate["reasons"][:20]:
