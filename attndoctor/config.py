@@ -1,87 +1,30 @@
 """The attention configuration a user asks about, validated so that every later step can trust it."""
 
+import collections
 import functools
 import math
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping
 
 from .errors import UsageError
+from .fields import (BIASES, BOOL, BOOL_FIELDS, CP_COMMS, DTYPE_ALIASES, DTYPES, FIELDS, FP8_RECIPES, INT,
+                     INT_FIELDS, LAYOUTS, LIMITS, MASKS, NUM, NUMBER_FIELDS, QKV_FORMATS, SDPA_FLASH_IMPLS, STR,
+                     TABLE, TE_LAYOUTS, WINDOW)
 
-DTYPES = ("bf16", "fp16", "fp32", "fp8")
-DTYPE_ALIASES = {
-    "bfloat16": "bf16", "torch.bfloat16": "bf16",
-    "float16": "fp16", "half": "fp16", "torch.float16": "fp16",
-    "float32": "fp32", "float": "fp32", "torch.float32": "fp32",
-    "float8": "fp8", "e4m3": "fp8", "float8_e4m3fn": "fp8", "fp8_e4m3": "fp8",
-}
-MASKS = ("none", "causal", "causal-bottom-right", "padding", "padding-causal",
-         "padding-causal-bottom-right", "arbitrary")
-BIASES = ("none", "alibi", "post-scale")
-QKV_FORMATS = ("bshd", "sbhd", "thd", "bhsd")
-# TransformerEngine's qkv layouts (transformer_engine/common/include/transformer_engine/fused_attn.h).
-TE_LAYOUTS = (
-    "sb3hd", "sbh3d", "sbhd_sb2hd", "sbhd_sbh2d", "sbhd_sbhd_sbhd",
-    "bs3hd", "bsh3d", "bshd_bs2hd", "bshd_bsh2d", "bshd_bshd_bshd",
-    "t3hd", "th3d", "thd_t2hd", "thd_th2d", "thd_thd_thd",
-    "sbhd_bshd_bshd", "bshd_sbhd_sbhd", "thd_bshd_bshd", "thd_sbhd_sbhd",
-    "paged_kv_bshd_bshd_bshd", "paged_kv_bshd_sbhd_sbhd", "paged_kv_sbhd_bshd_bshd",
-    "paged_kv_sbhd_sbhd_sbhd", "paged_kv_thd_bshd_bshd", "paged_kv_thd_sbhd_sbhd",
-    "bhsd_bhsd_bhsd",
-)
-LAYOUTS = QKV_FORMATS + TE_LAYOUTS
-CP_COMMS = ("p2p", "a2a", "all_gather", "a2a+p2p")
-FP8_RECIPES = ("none", "delayed", "current", "mxfp8", "block", "nvfp4")
-"""TransformerEngine's FP8 recipe for attention (fp8_autocast with fp8_dpa=True): none, DelayedScaling,
-Float8CurrentScaling, MXFP8BlockScaling, Float8BlockScaling, NVFP4BlockScaling."""
-SDPA_FLASH_IMPLS = ("fa2", "fa3", "fa4")
-"""Which FlashAttention SDPA's flash backend runs: fa2 (built into torch) unless
-torch.nn.attention.activate_flash_attention_impl('FA3'/'FA4') replaced it."""
+__all__ = ["BIASES", "BOOL_FIELDS", "CP_COMMS", "DTYPES", "DTYPE_ALIASES", "FIELDS", "FP8_RECIPES", "INT_FIELDS",
+           "LAYOUTS", "LIMITS", "MASKS", "NUMBER_FIELDS", "QKV_FORMATS", "SDPA_FLASH_IMPLS", "TE_LAYOUTS",
+           "AttentionConfig", "make_config", "parse_window", "replace", "with_changes"]
 
-LIMITS = {
-    "batch": 10_000_000,
-    "heads": 65_536,
-    "kv_heads": 65_536,
-    "seqlen_q": 1 << 31,
-    "seqlen_kv": 1 << 31,
-    "hdim": 16_384,
-    "hdim_v": 16_384,
-    "cp": 65_536,
-}
+_Fields = collections.namedtuple("_Fields", [*FIELDS, "origin", "source"],  # type: ignore[misc]
+                                 defaults=[f.default for f in TABLE] + [None, None])
+"""The tuple behind AttentionConfig: the table's fields, then `origin` (where each field came from, for model
+configs) and `source` (the file and 1-based line a config was read from); neither of the last two is part of a
+config's identity."""
 
 
-class AttentionConfig(NamedTuple):
+class AttentionConfig(_Fields):
     """One attention call: shapes, dtype, features. A shape or dtype not given is None (unknown)."""
 
-    batch: int | None = None
-    heads: int | None = None
-    kv_heads: int | None = None
-    seqlen_q: int | None = None
-    seqlen_kv: int | None = None
-    hdim: int | None = None
-    hdim_v: int | None = None
-    dtype: str | None = None
-    train: bool | None = None
-    mask: str = "none"
-    window: tuple[int, int] = (-1, -1)
-    dropout: float = 0.0
-    softcap: float = 0.0
-    bias: str = "none"
-    layout: str | None = None
-    cp: int = 1
-    cp_comm: str = "p2p"
-    deterministic: bool = False
-    paged_kv: bool = False
-    qkv_fused: bool = False
-    fp8_recipe: str = "none"
-    sdpa_flash_impl: str = "fa2"
-    sinks: bool = False
-    """Learnable per-head sink logits in the softmax denominator (gpt-oss)."""
-    name: str = ""
-    origin: Mapping[str, str] | None = None
-    """Where each field came from (model configs); not part of the config's identity."""
-    source: tuple[str, int] | None = None
-    """The file the config was read from and its 1-based line (0 when unknown), for locations in reports; not part
-    of the config's identity."""
+    __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AttentionConfig) and self[:-2] == other[:-2]
@@ -159,10 +102,6 @@ class AttentionConfig(NamedTuple):
         return f"{parts[0]}: {desc}" if parts else desc
 
 
-FIELDS = AttentionConfig._fields[:-2]
-"""The config fields of DESIGN.md (all but `origin` and `source`)."""
-INT_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp")
-BOOL_FIELDS = ("train", "deterministic", "paged_kv", "qkv_fused", "sinks")
 
 
 def _int(name: str, value: Any) -> int:
@@ -206,10 +145,11 @@ def _float(name: str, value: Any, low: float, high: float | None, high_open: boo
     return number
 
 
-def _choice(name: str, value: Any, choices: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
+def _choice(name: str, value: Any, choices: Iterable[str], aliases: Mapping[str, str] | None = None,
+            dashes: bool = False) -> str:
     if not isinstance(value, str):
         raise UsageError(f"{name}: expected one of {'|'.join(choices)}, got {value!r}")
-    key = value.strip().lower().replace("_", "-") if name in ("mask", "bias") else value.strip().lower()
+    key = value.strip().lower().replace("_", "-") if dashes else value.strip().lower()
     if aliases and key in aliases:
         key = aliases[key]
     if key not in choices:
@@ -250,6 +190,25 @@ def parse_window(value: Any) -> tuple[int, int]:
     return (out[0], out[1])
 
 
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"{name}: expected text, got {value!r}")
+    return value
+
+
+_CHECKS: dict[str, Callable[[Any, Any], Any]] = {
+    INT: lambda f, v: _int(f.name, v),
+    BOOL: lambda f, v: _bool(f.name, v),
+    STR: lambda f, v: _choice(f.name, v, f.choices, f.aliases, f.dashes) if f.choices else _text(f.name, v),
+    WINDOW: lambda f, v: parse_window(v),
+    NUM: lambda f, v: _float(f.name, v, *f.limit),
+}
+_CHECK_ORDER = sorted(TABLE, key=lambda f: (f.type == STR and not f.choices,
+                                            (INT, BOOL, STR, WINDOW, NUM).index(f.type)))
+"""Fields are checked whole numbers first, then switches, names from a list, the window, numbers, free text: with
+several bad values, the first one named is the same whatever order the user wrote them in."""
+
+
 def make_config(values: Mapping[str, Any], *, where: str = "", typed: bool = False) -> AttentionConfig:
     """Build a validated config from field names of DESIGN.md; `seqlen` sets both lengths.
 
@@ -262,11 +221,6 @@ def make_config(values: Mapping[str, Any], *, where: str = "", typed: bool = Fal
         return _make(values)
     except UsageError as exc:
         raise UsageError(f"{prefix}{exc}") from None
-
-
-NUMBER_FIELDS = {**dict.fromkeys(INT_FIELDS + ("seqlen",), "a whole number"),
-                 **dict.fromkeys(("dropout", "softcap"), "a number"),
-                 **dict.fromkeys(BOOL_FIELDS + ("causal",), "true or false")}
 
 
 def _check_file_values(values: Any) -> None:
@@ -306,39 +260,7 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
     if unknown:
         raise UsageError(f"unknown config field {unknown[0]!r}; accepted: {', '.join(FIELDS)}, seqlen (both lengths), "
                          "causal (mask = causal); a dash may stand for an underscore")
-    out: dict[str, Any] = {}
-    for name in INT_FIELDS:
-        if name in data:
-            out[name] = _int(name, data[name])
-    for name in BOOL_FIELDS:
-        if name in data:
-            out[name] = _bool(name, data[name])
-    if "dtype" in data:
-        out["dtype"] = _choice("dtype", data["dtype"], DTYPES, DTYPE_ALIASES)
-    if "mask" in data:
-        out["mask"] = _choice("mask", data["mask"], MASKS, {"no-mask": "none", "bottom-right": "causal-bottom-right"})
-    if "bias" in data:
-        out["bias"] = _choice("bias", data["bias"], BIASES, {"no-bias": "none", "post-scale-bias": "post-scale"})
-    if "layout" in data:
-        out["layout"] = _choice("layout", data["layout"], LAYOUTS)
-    if "cp_comm" in data:
-        out["cp_comm"] = _choice("cp_comm", data["cp_comm"], CP_COMMS)
-    if "fp8_recipe" in data:
-        out["fp8_recipe"] = _choice("fp8_recipe", data["fp8_recipe"], FP8_RECIPES,
-                                    {"fp8-delayed": "delayed", "current-scaling": "current", "block-scaling": "block"})
-    if "sdpa_flash_impl" in data:
-        out["sdpa_flash_impl"] = _choice("sdpa_flash_impl", data["sdpa_flash_impl"], SDPA_FLASH_IMPLS,
-                                         {"FA2": "fa2", "FA3": "fa3", "FA4": "fa4"})
-    if "window" in data:
-        out["window"] = parse_window(data["window"])
-    if "dropout" in data:
-        out["dropout"] = _float("dropout", data["dropout"], 0.0, 1.0, True)
-    if "softcap" in data:
-        out["softcap"] = _float("softcap", data["softcap"], 0.0, None, False)
-    if "name" in data:
-        if not isinstance(data["name"], str):
-            raise UsageError(f"name: expected text, got {data['name']!r}")
-        out["name"] = data["name"]
+    out = {f.name: _CHECKS[f.type](f, data[f.name]) for f in _CHECK_ORDER if f.name in data}
     if "origin" in data and isinstance(data["origin"], Mapping):
         out["origin"] = {str(k): str(v) for k, v in data["origin"].items()}
     out.setdefault("kv_heads", out.get("heads"))
@@ -376,106 +298,3 @@ def replace(config: AttentionConfig, **changes: Any) -> AttentionConfig:
     values = config.to_dict()
     values.update(changes)
     return make_config(values)
-
-
-def load_config_file(path: str | Path) -> list[AttentionConfig]:
-    """Configs from .json (object or list), .jsonl, or .toml with [[config]] tables, all read and checked now."""
-    return list(iter_config_file(path))
-
-
-CONFIG_FILE_TYPES = "expected a .json, .jsonl or .toml config file"
-
-
-def iter_config_file(path: str | Path) -> Iterator[AttentionConfig]:
-    """Configs one at a time, each with its file and line in `source`; a .jsonl file is read a line at a time, so
-    memory does not grow with its length. Errors name the file and line."""
-    from .inputs import describe, locate, read_text
-
-    name = str(path)
-    desc = describe(path, "config file", CONFIG_FILE_TYPES)
-    locate(path, desc)
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".json", ".jsonl", ".toml"):
-        raise UsageError(f"{name}: unknown config file type {suffix or '(none)'}; accepted: .json, .jsonl, .toml")
-    if suffix == ".jsonl":
-        yield from _jsonl_configs(path, desc)
-        return
-    text = read_text(path, desc)
-    if not text.strip():
-        raise UsageError(f"{name}: empty config file; expected at least one config")
-    entries = _toml_entries(text, name) if suffix == ".toml" else _json_entries(text, name)
-    if not entries:
-        raise UsageError(f"{name}: no configs found")
-    for i, (line, entry) in enumerate(entries, 1):
-        where = f"{name}:{line}: config {i}" if line else f"{name} config {i}"
-        yield make_config(entry, where=where, typed=True)._replace(source=(name, line))
-
-
-def _jsonl_configs(path: str | Path, desc: Any) -> Iterator[AttentionConfig]:
-    from ._json import loads_json
-    from .inputs import read_lines
-
-    name = str(path)
-    found = False
-    for number, line in read_lines(path, desc):
-        if not line.strip():
-            continue
-        entry = loads_json(line, f"{name}:{number}", "expected one config object")
-        found = True
-        yield make_config(entry, where=f"{name}:{number}", typed=True)._replace(source=(name, number))
-    if not found:
-        raise UsageError(f"{name}: empty config file; expected at least one config")
-
-
-def _json_entries(text: str, name: str) -> list[tuple[int, Any]]:
-    """The configs of a .json file with the line each starts on (0 where that is not cheap to tell)."""
-    from ._json import loads_json
-
-    doc = loads_json(text, name, "expected a config object or a list of them")
-    start = len(text) - len(text.lstrip())
-    if not isinstance(doc, list):
-        return [(text.count("\n", 0, start) + 1, doc)]
-    return list(zip(_json_item_lines(text, start, len(doc)), doc))
-
-
-def _json_item_lines(text: str, start: int, count: int) -> list[int]:
-    """The line of each item of the top-level JSON list at `start`, found by the C scanner item by item."""
-    import json
-    from json.decoder import WHITESPACE
-
-    decoder = json.JSONDecoder()
-    lines, line, pos = [], 1 + text.count("\n", 0, start), start
-    at = WHITESPACE.match(text, start + 1).end()
-    try:
-        while len(lines) < count:
-            line += text.count("\n", pos, at)
-            pos = at
-            lines.append(line)
-            _, end = decoder.raw_decode(text, at)
-            at = WHITESPACE.match(text, end).end()
-            at = WHITESPACE.match(text, at + 1).end() if text.startswith(",", at) else at
-    except (ValueError, RecursionError):
-        return [0] * count
-    return lines
-
-
-def _toml_entries(text: str, name: str) -> list[tuple[int, Any]]:
-    """The [[config]] tables of a .toml file with the line of each table's header (0 when not written as one)."""
-    import re
-
-    from ._toml import kind_of, loads_toml
-
-    try:
-        doc = loads_toml(text)
-    except ValueError as exc:
-        raise UsageError(f"{name}: not valid TOML ({exc})") from None
-    entries = doc.get("config", [])
-    if isinstance(entries, dict):
-        entries = [entries]
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise UsageError(f"{name}: config: expected [[config]] tables of config fields, got {kind_of(entries)}")
-    if not entries:
-        raise UsageError(f"{name}: no [[config]] tables found")
-    headers = [text.count("\n", 0, m.start()) + 1
-               for m in re.finditer(r"^[ \t]*\[\[[ \t]*config[ \t]*\]\]", text, re.MULTILINE)]
-    return list(zip(headers if len(headers) == len(entries) else [0] * len(entries), entries))

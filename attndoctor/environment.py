@@ -32,6 +32,13 @@ BUILD_HINTS = {
 REPORT_SCHEMA_VERSION = 1
 """The version of the `explain`/`check --format json` document, whose `environment` object is what env files hold."""
 ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
+TE_SWITCHES: dict[str, dict[str, str]] = {
+    "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
+    "te-fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1", "NVTE_UNFUSED_ATTN": "0"},
+    "te-unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "1"},
+}
+"""The NVTE_* switches that force one TransformerEngine backend: the TE runners set them, and verify evaluates the
+rules for a TE backend with them, so that the prediction is about the run that happened."""
 
 
 def install_hint(package: str, spec: str = "") -> str:

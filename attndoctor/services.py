@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence, Sized
 
-from .config import AttentionConfig, iter_config_file, load_config_file, make_config, replace
+from .config import AttentionConfig, make_config, replace
 from .environment import Environment, environment_from_flags, load_env_file
 from .errors import UsageError
+from .sources.config_files import iter_config_file, load_config_file
 
 
 def bundled_configs() -> list[AttentionConfig]:
@@ -62,7 +63,7 @@ def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = 
     for path in config_files:
         configs.extend(load_config_file(path))
     if models:
-        from .models import configs_from_model
+        from .sources.models import configs_from_model
 
         seqlen = given.get("seqlen") or given.get("seqlen_q")
         for path in models:
@@ -79,7 +80,7 @@ def configs_from_inputs(flags: Mapping[str, Any], config_files: Sequence[str] = 
 
 def model_readings(paths: Sequence[str], flags: Mapping[str, Any]) -> list[Any]:
     """What each --model config.json says of its layers, read with the sequence length the flags give."""
-    from .models import read_model
+    from .sources.models import read_model
 
     seqlen = flags.get("seqlen") or flags.get("seqlen_q")
     return [read_model(p, seqlen=int(seqlen) if str(seqlen or "").isdigit() else None) for p in paths]
@@ -94,7 +95,7 @@ def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
         values["env_vars"] = dict(env_vars)
     env = environment_from_flags(values, base=base)
     if base is not None and env.binaries and (env.sm, env.gpu) != (base.sm, base.gpu):
-        from .probe.binaries import reannotate
+        from .probe.install_findings import reannotate
 
         reannotate(env)
     return env

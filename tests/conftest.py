@@ -176,11 +176,16 @@ def cli(capsys):
 
 @pytest.fixture()
 def explain(cli):
-    """`attndoctor explain ... --format json` in-process: the document (exit 0 or 1 expected)."""
-    def run(*args):
+    """`attndoctor explain ... --format json` in-process: the document. The exit code is the document's gate (0: it
+    passed, 1: it failed, never 2), and `exit`, where a test gives it, is the code that test means."""
+    def run(*args, exit=None):
         code, out, err = cli("explain", *args, "--format", "json")
+        if exit is not None:
+            assert code == exit, err
         assert code in (0, 1), err
-        return json.loads(out)
+        doc = json.loads(out)
+        assert code == (0 if doc["gate"]["passed"] else 1), doc["gate"]
+        return doc
     return run
 
 

@@ -214,13 +214,13 @@ def test_a_crash_is_retried_eagerly_and_never_recommended():
 
 
 def test_text_report_shows_bars_the_selection_code_and_the_default(tmp_path):
-    from attndoctor.report.bench_text import write_bench
+    from attndoctor.report.formats import write
 
     sup = PlantedSupervisor()
     sup.times = {"sdpa-cudnn": (1.0, 3.0), "sdpa-flash": (0.5, 1.5)}
     report = run_bench([_config(), _config(hdim=64, name="small")], _h100_env(), supervisor=sup, seed=1)
     target = tmp_path / "out.txt"
-    write_bench(report, fmt="text", target=str(target))
+    write("bench", "text", report, str(target))
     text = target.read_text()
     assert "fastest: sdpa-flash" in text and "pytorch picks sdpa-cudnn" in text
     assert "2.00x as fast" in text and "select it: with torch.nn.attention.sdpa_kernel" in text
@@ -279,7 +279,7 @@ def test_annotate_adds_gbs_and_percent_of_hbm():
 
 
 def test_bench_reports_bytes_and_bound_per_config_and_keeps_the_fastest(tmp_path):
-    from attndoctor.report.bench_text import write_bench
+    from attndoctor.report.formats import write
 
     decode = make_config({**{k: v for k, v in DECODE.items() if k not in ("seqlen_q", "seqlen_kv")},
                           "seqlen_q": 1, "seqlen_kv": 8192, "name": "decode"})
@@ -293,7 +293,7 @@ def test_bench_reports_bytes_and_bound_per_config_and_keeps_the_fastest(tmp_path
     assert m["forward"]["gbs"] == pytest.approx(dec["bytes"]["forward"] / 0.5e-3 / 1e9)
     assert dec["recommendation"]["backend"] == "sdpa-cudnn", "the fastest is still the least time"
     target = tmp_path / "out.txt"
-    write_bench(report, fmt="text", target=str(target))
+    write("bench", "text", report, str(target))
     text = " ".join(target.read_text().split())
     assert "memory-bound (judge by % of HBM)" in text and "compute-bound (judge by % of peak TFLOP/s)" in text
     assert "GB/s (fwd+bwd)" in text and "3350 GB/s" in text

@@ -14,8 +14,8 @@ import pytest
 
 from attndoctor.environment import Environment, environment_from_flags
 from attndoctor.probe import binaries
-from attndoctor.probe.binaries import (TorchExports, annotate, entry_findings, inspect_installed, probe_binaries,
-                                       read_binary, torch_library_paths)
+from attndoctor.probe.binaries import TorchExports, probe_binaries, read_binary, torch_library_paths
+from attndoctor.probe.install_findings import annotate, entry_findings, inspect_installed
 from attndoctor.report.text import environment_lines
 
 from conftest import fake_probe

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from attndoctor.config import load_config_file, make_config, parse_window
+from attndoctor.config import make_config, parse_window
+from attndoctor.sources.config_files import load_config_file
 from attndoctor.errors import UsageError
 
 
@@ -113,7 +114,7 @@ def test_config_files_carry_their_lines(tmp_path):
 
 def test_jsonl_is_read_lazily_and_errors_name_the_line(tmp_path):
     """A .jsonl file yields config by config: a bad line is reported with file:line only when it is reached."""
-    from attndoctor.config import iter_config_file
+    from attndoctor.sources.config_files import iter_config_file
 
     path = tmp_path / "big.jsonl"
     path.write_text('{"hdim": 64}\n{"hdim": 96}\n{"hdim": "big"}\n{oops}\n')

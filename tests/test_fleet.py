@@ -12,9 +12,9 @@ import pytest
 from attndoctor.config import make_config
 from attndoctor.environment import Environment, GpuInfo, environment_from_dict
 from attndoctor.errors import UsageError
-from attndoctor.fleet import (Launch, compact_ranks, compare_selections, cp_fit, decide, environment_for_rank,
+from attndoctor.fleet.ranks import (Launch, compact_ranks, compare_selections, cp_fit, decide, environment_for_rank,
                               fingerprint, first_host, fleet_document, group_ranks, launch_from_env)
-from attndoctor.fleet_dist import rank_environment, rank_payload
+from attndoctor.fleet.dist import rank_environment, rank_payload
 from attndoctor.report.fleet_text import describe_fingerprint, render_fleet_text
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fleet" / "h100_te.json"
@@ -219,7 +219,7 @@ def test_text_report_shows_groups_differences_and_mismatch():
     doc = fleet_document(launch={"launcher": "torchrun"},
                          payloads=[payload(0), payload(1, env={"NVTE_FUSED_ATTN": "0"}, te="te-flash")], configs=[])
     out = io.StringIO()
-    render_fleet_text(doc, out, details=True)
+    render_fleet_text(doc, out, detailed=True)
     text = out.getvalue()
     assert "NVTE_FUSED_ATTN" in text and "A: unset" in text and "B: 0" in text
     assert "te-fused on ranks 0 (A)" in text and "te-flash on ranks 1 (B)" in text and "FAIL (exit 1)" in text
@@ -227,7 +227,7 @@ def test_text_report_shows_groups_differences_and_mismatch():
 
 
 def test_fleet_without_torch_is_exit_2_with_one_line(monkeypatch, capsys):
-    import attndoctor.fleet_dist as fleet_dist
+    import attndoctor.fleet.dist as fleet_dist
     from attndoctor.cli import main
 
     monkeypatch.setattr(fleet_dist, "find_spec", lambda name: None)

@@ -114,8 +114,8 @@ def test_context_parallel_config_that_does_not_fit_the_world_fails_on_every_rank
 
 STUCK_RANK = """
 import os, time
-from attndoctor.fleet import launch_from_env
-from attndoctor.fleet_dist import gather_answers
+from attndoctor.fleet.ranks import launch_from_env
+from attndoctor.fleet.dist import gather_answers
 gather_answers(launch_from_env(os.environ), lambda: time.sleep(600), None, rank_timeout=60, code_timeout=600)
 """
 

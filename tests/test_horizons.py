@@ -88,3 +88,35 @@ def test_a_package_without_modelled_releases_never_reads_as_no_release_runs_it(c
     code, out, _ = cli("explain", "--backend", "cudnn-fe", "--hdim", "192", "--hdim-v", "128", "--cudnn", "9.5.0",
                        "--gpu", "H100", "--train", "--dtype", "bf16")
     assert "no cudnn_frontend release runs it" not in out and "depends" in out
+
+
+SDPA = ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")
+READ_SHAPE = ["--hdim", "128", "--heads", "16", "--dtype", "bf16"]
+
+
+@pytest.mark.parametrize(("args", "inside", "supported"), [
+    # TransformerEngine 2.20 was read (rules/te_220.toml)
+    (["--gpu", "H100", "--seqlen", "4096", "--train", "--te", "2.20.2", "--cudnn", "9.21.0", "--flash-attn", "2.8.3"],
+     ("te-flash", "te-fused", "te-unfused"), ()),
+    # torch 2.12 to 2.15 were read for SDPA, inference and training
+    *[(["--torch", torch, "--gpu", "H100", "--cudnn", "9.19.0", "--seqlen", "2048", *train], SDPA, ("sdpa-math",))
+      for torch in ("2.12.0", "2.13.0", "2.14.1", "2.15.0") for train in ([], ["--train"])],
+    # FlexAttention was read up to torch 2.15
+    (["--torch", "2.15.0", "--gpu", "H100", "--cudnn", "9.19.0", "--seqlen", "2048", "--train"], ("flex-attention",),
+     ()),
+])
+def test_a_release_read_answers_inside_the_rules(explain, args, inside, supported):
+    doc = explain(*READ_SHAPE, *args, exit=0)
+    v = {x["backend"]: x for x in doc["results"][0]["verdicts"]}
+    for backend in inside:
+        rules = {f["rule"] for f in v[backend]["findings"]}
+        assert v[backend]["status"] != "outside-rules" and "AD-OUTSIDE-RULES" not in rules, backend
+    for backend in supported:
+        assert v[backend]["status"] == "supported", backend
+
+
+def test_flex_attention_past_the_release_read_is_outside(explain):
+    doc = explain(*READ_SHAPE, "--torch", "2.16.0", "--gpu", "H100", "--cudnn", "9.19.0", "--seqlen", "2048",
+                  "--train", exit=0)
+    v = {x["backend"]: x for x in doc["results"][0]["verdicts"]}
+    assert v["flex-attention"]["status"] == "outside-rules"

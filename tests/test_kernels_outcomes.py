@@ -175,6 +175,9 @@ def test_te_backends_are_judged_with_the_switches_their_runner_sets():
     assert forced.env_vars["NVTE_FLASH_ATTN"] == "1" and forced.env_vars["NVTE_FUSED_ATTN"] == "0"
     assert backend_environment(env, "sdpa-flash").env_vars == {"NVTE_FLASH_ATTN": "0"}
     from attndoctor_kernels.runners.te import SWITCHES
-    from attndoctor.runs.verification import TE_SWITCHES
+    from attndoctor.environment import TE_SWITCHES
 
-    assert SWITCHES == TE_SWITCHES
+    assert SWITCHES is TE_SWITCHES  # one table, so a runner and its prediction cannot drift apart
+    for backend, switches in TE_SWITCHES.items():
+        on = {"te-flash": "NVTE_FLASH_ATTN", "te-fused": "NVTE_FUSED_ATTN", "te-unfused": "NVTE_UNFUSED_ATTN"}[backend]
+        assert {k for k, v in switches.items() if v == "1"} == {on}

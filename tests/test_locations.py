@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from attndoctor.config import make_config
-from attndoctor.models import configs_from_model
-from attndoctor.project import ProjectConfig
+from attndoctor.sources.models import configs_from_model
+from attndoctor.sources.project import ProjectConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MODELS = FIXTURES / "models"
@@ -117,7 +117,7 @@ def settings(monkeypatch, workdir: Path, **fields) -> Path:
     """A settings file in the working folder, as the loader would read it (the loader itself is tested apart)."""
     path = workdir / "attndoctor.toml"
     path.write_text("# settings\n")
-    monkeypatch.setattr("attndoctor.project.load_project",
+    monkeypatch.setattr("attndoctor.sources.project.load_project",
                         lambda path_=None: ProjectConfig(path=str(path), **fields))
     return path
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from attndoctor.errors import UsageError
-from attndoctor.models import configs_from_model
+from attndoctor.sources.models import configs_from_model
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 

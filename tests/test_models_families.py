@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from attndoctor.models import read_model
+from attndoctor.sources.models import read_model
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 H100_TORCH27 = ["--gpu", "H100", "--torch", "2.7", "--cudnn", "9.8"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attndoctor.project import load_project
+from attndoctor.sources.project import load_project
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models"
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -225,3 +225,52 @@ def test_cudnn_fe_hopper_backward_pairs_per_frontend(fe, cudnn, hdim, hdim_v, re
 def test_cudnn_fe_hopper_pairs_stay_on_the_backend_whose_frontend_is_known():
     rule = next(r for r in load_rulebase().rules if r.id == "CUDNN-FE-HDIM-BWD-HOPPER-PAIRS")
     assert tuple(rule.backends) == ("cudnn-fe",)
+
+
+# ---------------------------------------------------------------- facts of later releases, through the command line
+
+TE_220 = ["--hdim", "128", "--heads", "16", "--seqlen", "4096", "--train", "--te", "2.20.2"]
+FP8_RECIPE_RULES = {"TE-FUSED-MXFP8", "TE-FUSED-FP8-CURRENT-SM100", "TE-FUSED-FP8-BLOCK-NVFP4"}
+SDPA_D256 = ["--gpu", "H100", "--hdim", "256", "--heads", "8", "--seqlen", "2048", "--dtype", "bf16"]
+SDPA_KV64 = ["--gpu", "H100", "--cudnn", "9.19.0", "--hdim", "64", "--heads", "1", "--seqlen", "704", "--dtype",
+             "bf16", "--train", "--mask", "arbitrary"]
+
+
+@pytest.mark.parametrize(("args", "backend", "rules", "found"), [
+    # TransformerEngine 2.20: the FP8 recipe decides its fused attention
+    ([*TE_220, "--gpu", "H100", "--dtype", "fp8", "--fp8-recipe", "mxfp8", "--cudnn", "9.21.0"], "te-fused",
+     FP8_RECIPE_RULES, True),
+    ([*TE_220, "--gpu", "B200", "--dtype", "fp8", "--fp8-recipe", "mxfp8", "--cudnn", "9.20.0"], "te-fused",
+     FP8_RECIPE_RULES, True),
+    ([*TE_220, "--gpu", "B200", "--dtype", "fp8", "--fp8-recipe", "mxfp8", "--cudnn", "9.21.0"], "te-fused",
+     FP8_RECIPE_RULES, False),
+    ([*TE_220, "--gpu", "H100", "--dtype", "fp8", "--fp8-recipe", "current", "--cudnn", "9.21.0"], "te-fused",
+     FP8_RECIPE_RULES, True),
+    ([*TE_220, "--gpu", "H100", "--dtype", "fp8", "--fp8-recipe", "delayed", "--cudnn", "9.21.0"], "te-fused",
+     FP8_RECIPE_RULES, False),
+    ([*TE_220, "--gpu", "B200", "--dtype", "fp8", "--fp8-recipe", "nvfp4", "--cudnn", "9.21.0"], "te-fused",
+     FP8_RECIPE_RULES, True),
+    # softcap: refused by every TE backend before 2.20, taken by the unfused one from 2.20
+    (["--hdim", "128", "--heads", "16", "--seqlen", "4096", "--train", "--gpu", "A100", "--dtype", "bf16",
+      "--softcap", "30", "--te", "2.19", "--cudnn", "9.21.0"], "te-unfused", {"TE-ALL-NO-SOFTCAP"}, True),
+    ([*TE_220, "--gpu", "A100", "--dtype", "bf16", "--softcap", "30", "--cudnn", "9.21.0", "--flash-attn", "2.8.3"],
+     "te-fused", {"TE-FUSED-SOFTCAP-220"}, True),
+    # torch 2.15: SDPA's cuDNN head dim 256 follows the d256 gate of cuDNN
+    ([*SDPA_D256, "--torch", "2.15.0", "--cudnn", "9.19.0"], "sdpa-cudnn", {"SDPA-CUDNN-HEAD-DIM-214"}, True),
+    ([*SDPA_D256, "--torch", "2.15.0", "--cudnn", "9.23.0"], "sdpa-cudnn", {"SDPA-CUDNN-HEAD-DIM-214"}, False),
+    # torch 2.15's guard refuses where the advisory warned before
+    (["--torch", "2.15.0", *SDPA_KV64], "sdpa-cudnn", {"SDPA-CUDNN-SM90-BWD-KV64-GUARD-215"}, True),
+    (["--torch", "2.14.1", *SDPA_KV64], "sdpa-cudnn", {"SDPA-CUDNN-SM90-BWD-KV64-GUARD-215"}, False),
+])
+def test_a_release_fact_applies_where_its_source_says(explain, args, backend, rules, found):
+    doc = explain(*args, exit=0)
+    verdict = next(v for v in doc["results"][0]["verdicts"] if v["backend"] == backend)
+    assert bool({f["rule"] for f in verdict["findings"]} & rules) is found, verdict["status"]
+    if found and "SDPA-CUDNN-SM90-BWD-KV64-GUARD-215" in rules:
+        assert verdict["supported"] is False
+
+
+def test_te_unfused_takes_softcap_from_2_20(explain):
+    doc = explain(*TE_220, "--gpu", "A100", "--dtype", "bf16", "--softcap", "30", "--cudnn", "9.21.0",
+                  "--flash-attn", "2.8.3", exit=0)
+    assert next(v for v in doc["results"][0]["verdicts"] if v["backend"] == "te-unfused")["status"] == "supported"

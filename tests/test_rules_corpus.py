@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from attndoctor._toml import loads_toml
 from attndoctor.engine.lint import lint, lint_rule
-from attndoctor.engine.rules import load_rulebase
+from attndoctor.engine.rules import bundled_rules_dir, load_rulebase
 
 BASE = load_rulebase()
+FILES = {p.name: loads_toml(p.read_text(encoding="utf-8")) for p in sorted(bundled_rules_dir().glob("*.toml"))}
 
 
-def test_corpus_loads_with_rules_and_backends():
-    assert len(BASE.rules) >= 3
-    assert {"sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "te-fused", "te-flash"} <= set(BASE.backend_ids)
+def test_every_rule_and_backend_written_is_loaded_once():
+    """The base holds exactly the [[rule]] and [[backend]] tables the files hold: none dropped, none doubled."""
+    written = [r["id"] for doc in FILES.values() for r in doc.get("rule", [])]
+    assert len(written) > 400 and len(written) == len(set(written))
+    assert sorted(r.id for r in BASE.rules) == sorted(written)
+    backends = [b["id"] for doc in FILES.values() for b in doc.get("backend", [])]
+    assert list(BASE.backend_ids) == backends
+    assert {"sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "te-fused", "te-flash"} <= set(backends)
 
 
 @pytest.mark.parametrize("rule", BASE.rules, ids=[r.id for r in BASE.rules])
@@ -27,3 +34,15 @@ def test_selection_entries_are_consistent():
         entries = [e for e in BASE.selection if e.framework == framework]
         assert entries[-1].condition_text == "" and not entries[-1].predicate.__class__.__name__ == "InRange", \
             f"{framework}: the last order must be an unconditional fallback"
+
+
+def test_rules_of_torch_2_12_and_later_rest_on_more_than_wheel_strings():
+    from packaging.version import Version
+
+    late = [r for r in BASE.rules if any(b.startswith("sdpa-") for b in r.backends)
+            and "torch" in r.when and not r.when["torch"].contains(Version("2.11.0"))
+            and any(r.when["torch"].contains(Version(v)) for v in ("2.12.0", "2.13.0", "2.14.0", "2.15.0"))]
+    assert late, "no SDPA rule starts at torch 2.12 or later"
+    for rule in late:
+        assert not any("wheel strings" in ref for ref in rule.references), rule.id
+        assert any("#" in ref or "@" in ref for ref in rule.references), rule.id

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from attndoctor.config import load_config_file
+from attndoctor.sources.config_files import load_config_file
 from attndoctor.engine.evaluate import Evaluator
 from attndoctor.engine.gate import evaluate_gate
 from attndoctor.engine.gate_tally import GateTally
 from attndoctor.engine.rules import load_rulebase
 from attndoctor.environment import environment_from_flags
 from attndoctor.report.json_format import render_json
-from attndoctor.progress import Progress
+from attndoctor.console.progress import Progress
 from attndoctor.report.stream import write_json
 from attndoctor.services import ConfigStream, diagnose_many, diagnose_stream
 
@@ -70,7 +70,9 @@ def test_streamed_gate_and_json_equal_the_collected_report(mixed, facts, gate):
     out = io.StringIO()
     got = write_json(run, GateTally(run.environment, **gate), out)
     assert got == expected
-    assert out.getvalue() == render_json(report, expected)
+    collected = io.StringIO()
+    render_json(report, expected, collected)
+    assert out.getvalue() == collected.getvalue()
 
 
 def test_each_distinct_config_is_evaluated_once(tmp_path, monkeypatch):
@@ -130,7 +132,7 @@ def test_progress_only_on_a_terminal(cli, mixed, monkeypatch):
 
 def test_worker_processes_write_the_same_document_as_one_process(tmp_path, monkeypatch):
     """Above PARALLEL_OVER configs the work is split over forked workers; the bytes written do not change."""
-    import attndoctor.parallel as parallel
+    import attndoctor.console.parallel as parallel
     from attndoctor.cli import main
 
     monkeypatch.setattr(parallel, "PARALLEL_OVER", 10)

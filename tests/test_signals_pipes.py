@@ -270,7 +270,7 @@ def test_escape_sequences_in_an_error_line(cli):
 
 
 def test_shown_escapes_controls_and_keeps_text():
-    from attndoctor.output import shown
+    from attndoctor.console.output import shown
 
     assert shown("plain ✓ text\nnext") == "plain ✓ text\nnext"
     assert shown("a\x1b[31mb\x07c\x9bd\u202ee\tf\rg") == "a\\x1b[31mb\\x07c\\x9bd\\u202ee\\tf\\rg"

@@ -21,7 +21,7 @@ def _rules(doc: dict, backend: str) -> set[str]:
 
 
 def test_flag_and_config_key_set_sinks_and_the_json_carries_it(explain):
-    doc = explain("--gpu", "H100", *GPT_OSS)
+    doc = explain("--gpu", "H100", *GPT_OSS, exit=0)
     assert doc["results"][0]["config"]["sinks"] is True
     assert "sinks" in doc["results"][0]["label"]
     assert make_config({"sinks": True}).sinks is True
@@ -40,21 +40,21 @@ def test_runners_refuse_to_build_sinks():
 
 def test_sdpa_and_flash_attn_2_refuse_sinks_and_cudnn_runs_them_from_913(explain):
     env = ["--gpu", "H100", "--torch", "2.11.0", "--flash-attn", "2.8.3.post1", "--cudnn-frontend", "1.23.0"]
-    old = _statuses(explain(*env, "--cudnn", "9.12.0", *GPT_OSS))
-    new = _statuses(explain(*env, "--cudnn", "9.19.0", *GPT_OSS))
+    old = _statuses(explain(*env, "--cudnn", "9.12.0", *GPT_OSS, exit=0))
+    new = _statuses(explain(*env, "--cudnn", "9.19.0", *GPT_OSS, exit=0))
     assert {old[b] for b in ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "flash-attn-2")} == \
         {"unsupported"}
     assert old["cudnn-fe"] == "unsupported" and new["cudnn-fe"] == "supported"
 
 
 def test_without_sinks_the_sink_rules_stay_silent(explain):
-    doc = explain("--gpu", "H100", "--torch", "2.11.0", "--flash-attn", "2.8.3.post1", *GPT_OSS[:-1])
+    doc = explain("--gpu", "H100", "--torch", "2.11.0", "--flash-attn", "2.8.3.post1", *GPT_OSS[:-1], exit=0)
     for backend in ("sdpa-math", "flash-attn-2"):
         assert not any("SINKS" in rule for rule in _rules(doc, backend))
 
 
 def test_flash_attn_4_sinks_by_arch(explain):
-    geforce = explain("--gpu", "RTX5090", "--flash-attn-4", "4.0.0b27", *GPT_OSS)
-    hopper = explain("--gpu", "H100", "--flash-attn-4", "4.0.0b27", *GPT_OSS)
+    geforce = explain("--gpu", "RTX5090", "--flash-attn-4", "4.0.0b27", *GPT_OSS, exit=0)
+    hopper = explain("--gpu", "H100", "--flash-attn-4", "4.0.0b27", *GPT_OSS, exit=0)
     assert "FA4-SINKS-SM8X-SM12X" in _rules(geforce, "flash-attn-4")
     assert "FA4-SINKS-SM8X-SM12X" not in _rules(hopper, "flash-attn-4")

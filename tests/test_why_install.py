@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from attndoctor.environment import Environment
-from attndoctor.probe.binaries import annotate, probe_binaries
+from attndoctor.probe.binaries import probe_binaries
+from attndoctor.probe.install_findings import annotate
 from attndoctor.why.service import explain_text
 
 from conftest import fake_probe

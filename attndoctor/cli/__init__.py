@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _version(value: bool) -> None:
     import typer
 
-    from .. import __version__
+    from .._version import __version__
 
     if value:
         sys.stdout.write(f"attndoctor {__version__}\n")
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         atexit.register(gc.freeze)
     streams = sys.stdout, sys.stderr
     try:
-        from ..output import hold_closed_descriptors, reader_gone, silence_stdout, standard_streams
+        from ..console.output import hold_closed_descriptors, reader_gone, silence_stdout, standard_streams
 
         hold_closed_descriptors()
         sys.stdout, sys.stderr = standard_streams(sys.stdout, sys.stderr)
@@ -157,7 +157,7 @@ def _run_to_code(args: list[str]) -> int:
     import typer
 
     from ..errors import RuleError, UsageError
-    from ..output import for_encoding, reason, shown, silence_stdout
+    from ..console.output import for_encoding, reason, shown, silence_stdout
     from .common import fail
 
     click_errors = _usage_error_types()

@@ -7,7 +7,6 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import UsageError
 from .common import handle_errors, plan
 from .options import at_least, seconds, with_groups
 
@@ -26,11 +25,11 @@ def bench(*, runs: int = typer.Option(20, "--runs", callback=at_least(1), help="
     the GPU's peak, spread, peak memory; recommend the fastest and compare it with the framework's default."""
     from ..runs.bench import run_bench
     from ..probe import probe
-    from ..report.bench_text import write_bench
+    from ..report.formats import check, write
     from ..runs.verification import stderr_progress, verify_device
 
-    if output.get("format", "text") not in ("text", "json"):
-        raise UsageError(f"--format: unknown format {output.get('format')!r}; accepted: text, json")
+    fmt = output.get("format", "text")
+    check("bench", fmt)
     configs, _ = plan(config, {}, default_bundled=True)
     environment = probe()
     device = verify_device(environment, "bench")
@@ -41,5 +40,5 @@ def bench(*, runs: int = typer.Option(20, "--runs", callback=at_least(1), help="
                            rules_dir=output.get("rules_dir"), progress=update, device=device)
     finally:
         close()
-    write_bench(report, fmt=output.get("format", "text"), target=output.get("output_file"))
+    write("bench", fmt, report, output.get("output_file"))
     raise typer.Exit(1 if report.untimed else 0)

@@ -11,9 +11,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import typer
 
 from ..errors import RuleError, UsageError
-from ..output import for_encoding, output_stream, shown
+from ..console.output import for_encoding, output_stream, shown
 
-REPORT_FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
+from ..report.formats import accepted, check, renderer
+
+REPORT_FORMATS = accepted("report")
 
 
 def fail(message: str) -> "typer.Exit":
@@ -38,7 +40,7 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 def plan(config: Mapping[str, Any], gate: dict[str, Any], *, default_bundled: bool,
          stream: bool = False) -> tuple[Sequence[Any], Any]:
     """The configs to evaluate and the project settings, with flags over the project file over defaults."""
-    from ..project import load_project
+    from ..sources.project import load_project
     from ..services import configs_from_inputs
 
     project = load_project(gate.pop("project", None))
@@ -93,8 +95,7 @@ def discarded_stdout() -> Iterator[None]:
 def emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | None = None) -> None:
     """Evaluate the gate, render in the chosen format, write it, and exit with the gate's code."""
     fmt = output.get("format", "text")
-    if fmt not in REPORT_FORMATS:
-        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(REPORT_FORMATS)}")
+    check("report", fmt)
     layout = brief_layout(output)
     if layout == "quiet" and not output.get("output_file"):
         with discarded_stdout():
@@ -130,30 +131,12 @@ def _emit(report: Any, *, output: Mapping[str, Any], gate: Mapping[str, Any] | N
     result = evaluate_gate(report, require=require, require_any=groups, fail_on=fail_on,
                            survey=bool(gate.get("survey")))
     with output_stream(output.get("output_file")) as stream:
-        if fmt == "json":
-            from ..report.json_format import render_json
-
-            stream.write(render_json(report, result))
-        elif fmt == "junit":
-            from ..report.junit import render_junit
-
-            stream.write(render_junit(report, result))
-        elif fmt == "sarif":
-            from ..report.sarif import render_sarif
-
-            stream.write(render_sarif(report, result))
-        elif fmt == "github":
-            from ..report.github import render_github
-
-            stream.write(render_github(report, result))
-        elif layout == "summary":
+        if layout == "summary":
             from ..report.summary import render_summary
 
             render_summary(report, result, stream)
         else:
-            from ..report.text import render_text
-
-            render_text(report, result, stream, detailed=bool(output.get("details")))
+            renderer("report", fmt)(report, result, stream, detailed=bool(output.get("details")))
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from ..report.github import summary_markdown
 

@@ -36,7 +36,7 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
         raise UsageError(NO_CONFIG)
     models = list(config.get("model") or []) or ([] if config.get("config_file") else project.models)
     if models:
-        from ..model_plan import build_plans
+        from ..sources.model_plan import build_plans
         from ..services import model_readings
 
         collected = report.collect()

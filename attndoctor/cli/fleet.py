@@ -7,7 +7,6 @@ from typing import Any
 
 import typer
 
-from ..errors import UsageError
 from .common import handle_errors, plan
 from .options import seconds, with_groups
 
@@ -23,20 +22,19 @@ def fleet(*, timeout: float = typer.Option(20.0, "--timeout", callback=seconds,
     """Check every rank of a job (start it with torchrun or srun): ranks grouped by identical GPU, driver, libraries
     and NVTE_*/CUDNN_* variables, what differs, the backends they would select, and whether each context-parallel
     config fits the world. Exit 1 on every rank when the selected backends differ or a config does not fit."""
-    from ..fleet_dist import FleetFailure, run_fleet
-    from ..report.fleet_text import write_fleet
+    from ..fleet.dist import FleetFailure, run_fleet
+    from ..report.formats import check, write
 
     fmt = output.get("format", "text")
-    if fmt not in ("text", "json"):
-        raise UsageError(f"--format: unknown format {fmt!r}; accepted: text, json")
+    check("fleet", fmt)
     configs, project = plan(config, {}, default_bundled=True)
     try:
         code = run_fleet(configs, probe_timeout=timeout, rank_timeout=rank_timeout, backends=output.get("backend"),
                          rules_dir=output.get("rules_dir"), ignore=project.ignore,
-                         render=lambda doc: write_fleet(doc, fmt=fmt, target=output.get("output_file"),
-                                                        details=bool(output.get("details"))))
+                         render=lambda doc: write("fleet", fmt, doc, output.get("output_file"),
+                                                  detailed=bool(output.get("details"))))
     except FleetFailure as exc:
-        from ..output import shown
+        from ..console.output import shown
 
         sys.stderr.write(f"attndoctor: fleet: {shown(str(exc), newlines=False)}\n")
         raise typer.Exit(1) from None

@@ -9,35 +9,23 @@ from typing import Any, Callable, List, Optional
 
 import typer
 
-CONFIG_OPTIONS: list[tuple[str, str, str]] = [
-    ("batch", "--batch", "Batch size."),
-    ("heads", "--heads", "Query heads."),
-    ("kv_heads", "--kv-heads", "Key/value heads (GQA/MQA); defaults to --heads."),
-    ("seqlen", "--seqlen", "Sequence length of queries and keys/values."),
-    ("seqlen_q", "--seqlen-q", "Query sequence length."),
-    ("seqlen_kv", "--seqlen-kv", "Key/value sequence length; defaults to the query length."),
-    ("hdim", "--hdim", "Q/K head dim."),
-    ("hdim_v", "--hdim-v", "V head dim; defaults to --hdim."),
-    ("dtype", "--dtype", "bf16 | fp16 | fp32 | fp8."),
-    ("mask", "--mask", "none | causal | causal-bottom-right | padding | padding-causal | arbitrary."),
-    ("window", "--window", "Sliding window L,R (-1 = unbounded), e.g. 4096,0."),
-    ("dropout", "--dropout", "Dropout probability in [0, 1)."),
-    ("softcap", "--softcap", "Logit softcap (Gemma-2: 50)."),
-    ("bias", "--bias", "none | alibi | post-scale."),
-    ("layout", "--layout", "bshd | sbhd | thd | bhsd, or a TransformerEngine qkv layout."),
-    ("cp", "--cp", "Context-parallel size."),
-    ("cp_comm", "--cp-comm", "p2p | a2a | all_gather | a2a+p2p."),
-    ("fp8_recipe", "--fp8-recipe", "TransformerEngine FP8 recipe: none | delayed | current | mxfp8 | block | nvfp4."),
-    ("sdpa_flash_impl", "--sdpa-flash-impl", "FlashAttention behind SDPA's flash backend: fa2 (torch's own) | fa3 | "
-     "fa4 (torch.nn.attention.activate_flash_attention_impl)."),
-]
-CONFIG_FLAGS: list[tuple[str, str, str]] = [
-    ("causal", "--causal", "Short for --mask causal (top-left, like PyTorch's is_causal)."),
-    ("deterministic", "--deterministic", "Deterministic algorithms requested."),
-    ("paged_kv", "--paged-kv", "Paged KV cache."),
-    ("qkv_fused", "--qkv-fused", "q, k, v are views into one fused buffer (TE fuse_qkv_params)."),
-    ("sinks", "--sinks", "Learnable per-head attention sink logits (gpt-oss)."),
-]
+from ..fields import BOOL, INT, SHORTHANDS, TABLE, Field
+
+
+def _config_options() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]], list[Field]]:
+    """(name, flag, help) of the value options and of the switches, and the two-flag switches, from the table."""
+    values: list[tuple[str, str, str]] = []
+    switches = [(s.name, s.flag, s.help) for s in SHORTHANDS if s.type == BOOL]
+    for field in (f for f in TABLE if f.flag):
+        values += [(s.name, s.flag, s.help) for s in SHORTHANDS if s.before == field.name]
+        if field.type != BOOL:
+            values.append((field.name, field.flag, field.help_text))
+        elif not field.off_flag:
+            switches.append((field.name, field.flag, field.help_text))
+    return values, switches, [f for f in TABLE if f.off_flag]
+
+
+CONFIG_OPTIONS, CONFIG_FLAGS, TWO_FLAGS = _config_options()
 ENV_OPTIONS: list[tuple[str, str, str]] = [
     ("gpu", "--gpu", "GPU name (H100, A100, L40S, RTX4090, B200, ...) or sm90."),
     ("torch", "--torch", "PyTorch version."),
@@ -53,10 +41,8 @@ ENV_OPTIONS: list[tuple[str, str, str]] = [
 
 
 METAVARS = {
-    "batch": "N", "heads": "N", "kv_heads": "N", "seqlen": "N", "seqlen_q": "N", "seqlen_kv": "N", "hdim": "N",
-    "hdim_v": "N", "cp": "N", "dtype": "NAME", "mask": "NAME", "bias": "NAME", "layout": "NAME", "cp_comm": "NAME",
-    "fp8_recipe": "NAME", "sdpa_flash_impl": "NAME",
-    "window": "L,R", "dropout": "P", "softcap": "X", "gpu": "NAME", "set_env": "NAME=VALUE", "backend": "ID",
+    **{f.name: f.metavar for f in TABLE if f.metavar}, **{s.name: "N" for s in SHORTHANDS if s.type == INT},
+    "gpu": "NAME", "set_env": "NAME=VALUE", "backend": "ID",
     "require": "ID", "require_any": "ID,ID", "fail_on": "EFFECT", "format": "FORMAT",
     "config_file": "PATH", "model": "PATH", "env_file": "PATH", "output_file": "PATH", "rules_dir": "PATH",
     "project": "PATH",
@@ -75,8 +61,9 @@ def _param(name: str, flag: str, help_text: str, panel: str, *, kind: Any = Opti
 def config_params() -> list[inspect.Parameter]:
     panel = "Attention config"
     params = [_param(n, f, h, panel) for n, f, h in CONFIG_OPTIONS]
-    params += [_param("train", "--train", "Forward and backward (training).", panel, kind=bool, default=False),
-               _param("infer", "--infer", "Forward only (inference).", panel, kind=bool, default=False)]
+    for field in TWO_FLAGS:
+        params += [_param(field.name, field.flag, field.help_text, panel, kind=bool, default=False),
+                   _param(field.off_flag.lstrip("-"), field.off_flag, field.off_help, panel, kind=bool, default=False)]
     params += [_param(n, f, h, panel, kind=bool, default=False) for n, f, h in CONFIG_FLAGS]
     params.append(_param("config_file", "--config-file", "Configs from .json (object or list), .jsonl, or .toml "
                          "with \\[\\[config]] tables; flags override their fields.", panel,

@@ -123,7 +123,7 @@ def show_rule(rule_id: str = typer.Argument(..., help="A rule id, e.g. TE-FUSED-
 def lint_rules(rules_dir: Optional[str] = RulesDir) -> None:
     """Check the rule base: examples replay, every rule has a source and both kinds of example, fixes leave the range."""
     from ..engine.lint import lint
-    from ..output import shown
+    from ..console.output import shown
 
     base = _base(rules_dir)
     problems = lint(base)

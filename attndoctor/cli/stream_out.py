@@ -9,7 +9,7 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
                  require_any: Sequence[Sequence[str]], fail_on: str | None, survey: bool) -> Any:
     """Write --format json (many configs) or jsonl result by result and return the GateResult; for the other
     formats return the collected Report instead."""
-    from ..progress import Progress, streams
+    from ..console.progress import Progress, streams
 
     progress = Progress(run.count)
     run = run._replace(results=progress.wrap(run.results))
@@ -19,9 +19,10 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
         finally:
             progress.close()
     from ..engine.gate_tally import GateTally
-    from ..output import output_stream
-    from ..parallel import map_ordered, workers_for
-    from ..report.stream import PIECES, write_json, write_jsonl
+    from ..console.output import output_stream
+    from ..console.parallel import map_ordered, workers_for
+    from ..report.formats import streamed_writer
+    from ..report.stream import PIECES
 
     options = {"require": require, "require_any": require_any, "fail_on": fail_on, "survey": survey}
     tally = GateTally(run.environment, **options)
@@ -34,6 +35,6 @@ def write_stream(run: Any, fmt: str, output: Mapping[str, Any], *, require: Sequ
         pieces = progress.wrap(map_ordered(run.configs, run.evaluate, make_render, workers))
     try:
         with output_stream(output.get("output_file")) as stream:
-            return (write_jsonl if fmt == "jsonl" else write_json)(run, tally, stream, pieces)
+            return streamed_writer(fmt)(run, tally, stream, pieces)
     finally:
         progress.close()

@@ -14,11 +14,12 @@ from typing import Any, List, Optional
 import typer
 
 from ..errors import UsageError
-from ..output import check_writable
+from ..console.output import check_writable
+from ..report.formats import accepted, check, renderer
 from . import EXIT_INTERRUPTED
 from .common import handle_errors
 
-TRACE_FORMATS = ("text", "json")
+TRACE_FORMATS = accepted("trace")
 
 
 def program_command(command: List[str]) -> List[str]:
@@ -77,8 +78,7 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
           rules_dir: Optional[str] = typer.Option(None, "--rules-dir", metavar="PATH",
                                                   help="Read rules from this folder instead.")) -> None:
     """Run a Python program and report which attention kernels its calls ran, per call site, diagnosed."""
-    if fmt not in TRACE_FORMATS:
-        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(TRACE_FORMATS)}")
+    check("trace", fmt)
     for path, flag in ((output_file, "--output"), (record, "--record")):
         if path:
             check_writable(path, flag)
@@ -99,7 +99,7 @@ def trace(command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAN
 
 def _report(records: list, argv: List[str], code: int, record: Optional[str], output_file: Optional[str], fmt: str,
             rules_dir: Optional[str], bench: bool = False) -> None:
-    from ..output import output_stream
+    from ..console.output import output_stream
     from ..probe import probe
     from ..trace.reader import record_lines, trace_report
 
@@ -133,14 +133,7 @@ def _bench(report: Any, rules_dir: Optional[str]) -> None:
 
 
 def _render(report: object, fmt: str, stream: object) -> None:
-    if fmt == "json":
-        from ..report.trace_text import render_trace_json
-
-        stream.write(render_trace_json(report))  # type: ignore[attr-defined]
-    else:
-        from ..report.trace_text import render_trace_text
-
-        render_trace_text(report, stream)
+    renderer("trace", fmt)(report, stream)
 
 
 trace.context_settings = {"allow_interspersed_args": False, "ignore_unknown_options": True}  # type: ignore[attr-defined]

@@ -6,7 +6,6 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import UsageError
 from .common import handle_errors, plan
 from .options import at_least, seconds, with_groups
 
@@ -28,17 +27,16 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
     """Run each config on each installed backend for real (forward, and backward when training) and show whether
     the rules were right: confirmed or CONTRADICTED, the library's own error, the error against float64, the time."""
     from ..probe import probe
-    from ..report.verify_text import write_verify
+    from ..report.formats import check, write
     from ..runs.verification import run_verify, stderr_progress, verify_device
 
-    if output.get("format", "text") not in ("text", "json"):
-        raise UsageError(f"--format: unknown format {output.get('format')!r}; accepted: text, json")
+    fmt = output.get("format", "text")
+    check("stress" if stress else "verify", fmt)
     configs, project = plan(config, {}, default_bundled=True)
     environment = probe()
     device = verify_device(environment)
     update, close = stderr_progress("stress" if stress else "verify")
     if stress:
-        from ..report.stress_text import write_stress
         from ..runs.stress import run_stress
 
         try:
@@ -47,8 +45,7 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
                                ignore=project.ignore)
         finally:
             close()
-        write_stress(found, fmt=output.get("format", "text"), target=output.get("output_file"),
-                     detailed=bool(output.get("details")))
+        write("stress", fmt, found, output.get("output_file"), detailed=bool(output.get("details")))
         raise typer.Exit(1 if found.new else 0)
     try:
         report = run_verify(configs, environment, backends=output.get("backend"), timeout=timeout, repeats=repeats,
@@ -56,6 +53,5 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
                             device=device)
     finally:
         close()
-    write_verify(report, fmt=output.get("format", "text"), target=output.get("output_file"),
-                 detailed=bool(output.get("details")))
+    write("verify", fmt, report, output.get("output_file"), detailed=bool(output.get("details")))
     raise typer.Exit(1 if report.disagreements else 0)

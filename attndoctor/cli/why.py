@@ -7,10 +7,11 @@ from typing import Any, Optional
 
 import typer
 
+from ..report.formats import accepted, check, write
 from .common import handle_errors
 from .options import seconds, with_groups
 
-WHY_FORMATS = ("text", "json")
+WHY_FORMATS = accepted("why")
 
 
 @with_groups("config", "env", "output", formats=WHY_FORMATS)
@@ -25,14 +26,12 @@ def why(text: Optional[str] = typer.Argument(None, help="The error message or wa
         *, config: dict[str, Any], env: dict[str, Any], output: dict[str, Any]) -> None:
     """Explain an error message or log: the rules and known bugs that match, the likely cause, the fix."""
     from ..errors import UsageError
-    from ..output import output_stream
     from ..services import parse_env_assignments, whatif_environment
     from ..why.reader import read_source
     from ..why.service import explain_text
 
     fmt = output.get("format", "text")
-    if fmt not in WHY_FORMATS:
-        raise UsageError(f"--format: unknown format {fmt!r}; accepted: {', '.join(WHY_FORMATS)}")
+    check("why", fmt)
     if config.get("config_file") or config.get("model"):
         raise UsageError("why reads one config from the text and flags; --config-file and --model are not taken")
     source = read_source(text, log, sys.stdin)
@@ -51,15 +50,7 @@ def why(text: Optional[str] = typer.Argument(None, help="The error message or wa
         base = whatif_environment({}, env_file)
     answer = explain_text(source, base_env=base, env_flags=flags, env_vars=env_vars, config_flags=config,
                           rules_dir=output.get("rules_dir"))
-    with output_stream(output.get("output_file")) as stream:
-        if fmt == "json":
-            from ..report.why_text import render_why_json
-
-            stream.write(render_why_json(answer))
-        else:
-            from ..report.why_text import render_why_text
-
-            render_why_text(answer, stream)
+    write("why", fmt, answer, output.get("output_file"))
     raise typer.Exit(0 if answer.verdict == "cause" else 1)
 
 

@@ -10,6 +10,7 @@ from ..config import AttentionConfig, with_changes
 from ..environment import (ABSENT, PACKAGE_LABELS, PACKAGES, Environment, as_compared, install_hint, parse_version,
                            place)
 from ..errors import UsageError
+from ..fields import FACTS
 from . import expr
 from .rules import BLOCKING, EFFECTS, FIX_RANK, PADDABLE, Backend, Fix, Horizon, Rule, RuleBase
 
@@ -189,7 +190,7 @@ class Report(NamedTuple):
     rule_files: tuple[str, ...] = ()
     ignored: Mapping[str, str] = MappingProxyType({})
     models: tuple[Any, ...] = ()
-    """Per-layer plans of the models read with --model (attndoctor.model_plan.ModelPlan)."""
+    """Per-layer plans of the models read with --model (attndoctor.sources.model_plan.ModelPlan)."""
 
 
 # ---------------------------------------------------------------- facts
@@ -204,9 +205,7 @@ PARTNERS = {"hdim": ("hdim", "hdim_v"), "hdim_v": ("hdim", "hdim_v"), "seqlen_q"
             "qkv_format": ("layout", "qkv_format"), "cp": ("cp", "cp_comm"), "cp_comm": ("cp", "cp_comm")}
 """A config change a fix makes can be judged against the field's partner (hdim_v against hdim): both are read."""
 
-CONFIG_FACTS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "dropout", "softcap",
-                "dtype", "mask", "bias", "layout", "cp_comm", "train", "deterministic", "paged_kv", "qkv_fused",
-                "fp8_recipe", "sdpa_flash_impl", "sinks")
+CONFIG_FACTS = FACTS
 
 
 def config_facts(config: AttentionConfig) -> dict[str, Any]:
@@ -321,7 +320,7 @@ def _arch(sm: int) -> Any:
 
 
 ABSTRACTED = ("batch", "seqlen_q", "seqlen_kv")
-CONFIG_FACTS_ALL = frozenset((*CONFIG_FACTS, "window_left", "window_right", "qkv_format"))
+CONFIG_FACTS_ALL = expr.CONFIG_VARIABLES
 """Config facts of many values: where no fix changes them, a verdict reads them only through a few comparisons."""
 
 
@@ -890,7 +889,7 @@ class Evaluator:
         the other fields they read (the fixes set those to constants). Advisories, and rules whose message shows a
         length, join it by their value, with the facts they read where they may apply.
         """
-        config_names = set(CONFIG_FACTS) | {"window_left", "window_right", "qkv_format"}
+        config_names = set(CONFIG_FACTS_ALL)
         rules = [r for r in self.base.rules_for(backend.id) if r.id not in self.ignore]
         steps = _steps(rules, env)
         rules = [r for r in rules if not _never_applies(r, env, steps)]

@@ -6,9 +6,9 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 from packaging.version import Version
 
-from ..config import BIASES, CP_COMMS, DTYPES, FP8_RECIPES, LAYOUTS, MASKS, QKV_FORMATS, SDPA_FLASH_IMPLS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, parse_version
 from ..errors import UsageError
+from ..fields import BOOL, DERIVED_FACTS, FACTS, INT, NUM, STR, TABLE
 from .ranges import VersionRange
 
 
@@ -42,35 +42,13 @@ class ExprError(ValueError):
 
 # ---------------------------------------------------------------- the closed set of names and their types
 
-INT, NUM, STR, BOOL, VER = "int", "number", "text", "bool", "version"
+VER = "version"
+"""Types of names: INT, NUM, STR, BOOL as the config table spells them, and versions of packages."""
 
 VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     # config
-    "batch": (INT, None, "batch size"),
-    "heads": (INT, None, "query heads"),
-    "kv_heads": (INT, None, "key/value heads"),
-    "seqlen_q": (INT, None, "query sequence length"),
-    "seqlen_kv": (INT, None, "key/value sequence length"),
-    "hdim": (INT, None, "Q/K head dim"),
-    "hdim_v": (INT, None, "V head dim"),
-    "cp": (INT, None, "context-parallel size"),
-    "window_left": (INT, None, "sliding window, left (-1 = unbounded)"),
-    "window_right": (INT, None, "sliding window, right (-1 = unbounded)"),
-    "dropout": (NUM, None, "dropout probability"),
-    "softcap": (NUM, None, "logit softcap (0 = off)"),
-    "dtype": (STR, DTYPES, "data type"),
-    "mask": (STR, MASKS, "mask kind"),
-    "bias": (STR, BIASES, "bias kind"),
-    "layout": (STR, LAYOUTS, "q/k/v layout"),
-    "qkv_format": (STR, QKV_FORMATS, "q tensor format"),
-    "cp_comm": (STR, CP_COMMS, "context-parallel communication"),
-    "train": (BOOL, None, "forward and backward"),
-    "deterministic": (BOOL, None, "deterministic algorithms"),
-    "paged_kv": (BOOL, None, "paged KV cache"),
-    "qkv_fused": (BOOL, None, "q, k, v are views into one fused buffer"),
-    "fp8_recipe": (STR, FP8_RECIPES, "TransformerEngine FP8 recipe"),
-    "sdpa_flash_impl": (STR, SDPA_FLASH_IMPLS, "FlashAttention behind SDPA's flash backend"),
-    "sinks": (BOOL, None, "learnable per-head attention sink logits"),
+    **{f.name: (f.type, f.choices, f.doc) for f in TABLE if f.fact},
+    **{name: (kind, choices, doc) for name, kind, choices, doc in DERIVED_FACTS},
     # environment
     "sm": (INT, None, "GPU compute capability (90 = Hopper)"),
     "gpu": (STR, None, "GPU name"),
@@ -79,11 +57,7 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     "flash_attn_local": (BOOL, None, "the flash-attn version carries a local label (2.8.3+cu128): versions drop it"),
     **{p: (VER, None, f"{p} version") for p in PACKAGES},
 }
-CONFIG_VARIABLES = frozenset((
-    "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "cp", "window_left", "window_right",
-    "dropout", "softcap", "dtype", "mask", "bias", "layout", "qkv_format", "cp_comm", "train", "deterministic",
-    "paged_kv", "qkv_fused", "fp8_recipe", "sdpa_flash_impl", "sinks",
-))
+CONFIG_VARIABLES = frozenset((*FACTS, *(d[0] for d in DERIVED_FACTS)))
 
 FUNCTIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
     # name: (argument types, result type, doc); "lit" = a text literal argument

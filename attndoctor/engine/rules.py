@@ -307,7 +307,7 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
     import pickle
     import zlib
 
-    from .. import __version__
+    from .._version import __version__
     from .._toml import _cache_dir, prune_cache
     from ..inputs import describe, read_bytes
     from ..inputs.cache import read_cache

@@ -14,8 +14,8 @@ from ..environment import ABSENT, Environment, parse_version
 from ..words import plural
 from ._run import Part, note
 from .api import probe_api
-from .binaries import annotate as annotate_binaries
 from .binaries import probe_binaries
+from .install_findings import annotate as annotate_binaries
 from .cudnn_lib import probe_cudnn_library
 from .envvars import probe_env_vars
 from .nvml import probe_nvml

@@ -3,12 +3,12 @@ backend), the recommendation with the code that selects it, and a summary over c
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any, Mapping
 
 from ..runs.bench import BenchReport, ConfigBench, metric_ms
 from .text import environment_lines
 from .term import Console, Table, Text
+from .formats import dump_json
 
 BAR_WIDTH = 24
 METRIC_LABEL = {"forward": "forward", "forward_backward": "forward+backward"}
@@ -186,7 +186,7 @@ def _recommendation(result: ConfigBench) -> list[Text]:
     return lines
 
 
-def render_bench_text(report: BenchReport, file: IO[str] | None = None) -> None:
+def render_bench_text(report: BenchReport, file: IO[str] | None = None, **_: Any) -> None:
     console = Console(file)
     for line in _header(report):
         console.print(line)
@@ -220,16 +220,5 @@ def render_bench_text(report: BenchReport, file: IO[str] | None = None) -> None:
         console.print(table)
 
 
-def render_bench_json(report: BenchReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, default=str) + "\n"
-
-
-def write_bench(report: BenchReport, *, fmt: str, target: str | None) -> None:
-    """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    from ..output import output_stream
-
-    with output_stream(target) as stream:
-        if fmt == "json":
-            stream.write(render_bench_json(report))
-        else:
-            render_bench_text(report, stream)
+def render_bench_json(report: BenchReport, stream: IO[str], **_: Any) -> None:
+    dump_json(report.to_dict(), stream)

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any, Mapping
 
-from .. import __version__
+from .._version import __version__
 from ..environment import ABSENT
-from ..fleet import FINGERPRINT_VERSIONS, compact_ranks
+from ..fleet.ranks import FINGERPRINT_VERSIONS, compact_ranks
 from ..words import plural
 from .term import Console, Text
+from .formats import dump_json
 
 SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN", "cudnn_frontend": "cudnn-frontend",
          "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3", "flash_attn_4": "flash-attn-4", "te": "TE"}
-
-
-def write_fleet(doc: Mapping[str, Any], *, fmt: str = "text", target: str | None = None,
-                details: bool = False) -> None:
-    """Write the document to `target` (a path) or standard output."""
-    from ..output import output_stream
-
-    with output_stream(target) as stream:
-        if fmt == "json":
-            stream.write(json.dumps(doc, indent=2, default=str) + "\n")
-        else:
-            render_fleet_text(doc, stream, details=details)
 
 
 def describe_fingerprint(fp: Mapping[str, Any]) -> str:
@@ -57,8 +45,22 @@ def _value(v: Any, field: str) -> str:
     return str(v)
 
 
-def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool = False) -> None:
+def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, detailed: bool = False, **_: Any) -> None:
     console = Console(stream)
+    _head(console, doc)
+    _groups(console, doc)
+    _mismatches(console, doc, detailed)
+    _context_parallel(console, doc)
+    if doc["world"].get("missing"):
+        console.print()
+        console.print(Text(f"Ranks that did not answer within {doc['world'].get('rank_timeout'):g} s: "
+                           f"{compact_ranks(doc['world']['missing'])}", style="bold red"))
+    if detailed:
+        _ranks(console, doc)
+    _gate(console, doc)
+
+
+def _head(console: Console, doc: Mapping[str, Any]) -> None:
     world = doc["world"]
     size, answered = world["size"], world["answered"]
     hosts = world.get("hosts") or []
@@ -78,17 +80,17 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
     console.print(f"{plural(len(doc['configs']), 'config')}: {', '.join(names[:6])}"
                   + (" …" if len(names) > 6 else ""))
 
-    groups = doc["groups"]
+
+def _groups(console: Console, doc: Mapping[str, Any]) -> None:
     console.print()
     title = "Ranks grouped by identical fingerprint (GPU, driver, CUDA, torch, cuDNN, flash-attn, TE, NVTE_*/CUDNN_*)"
     console.print(Text(title, style="bold"))
-    for g in groups:
+    for g in doc["groups"]:
         line = Text(f"  {g['id']}  ")
         line.append(f"rank{'s' if len(g['ranks']) > 1 else ''} {compact_ranks(g['ranks'])}", style="bold")
         line.append(f"  on {', '.join(g['hosts'][:3])}{' …' if len(g['hosts']) > 3 else ''}\n     ")
         line.append(describe_fingerprint(g["fingerprint"]))
         console.print(line)
-
     if doc["differences"]:
         console.print()
         console.print(Text("What differs between the groups", style="bold"))
@@ -96,11 +98,12 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
         for d in doc["differences"]:
             values = "   ".join(f"{gid}: {_value(v, d['field'])}" for gid, v in d["values"].items())
             console.print(f"  {d['label']:<{width}}   {values}")
-
     errors = [r for r in doc["ranks"] if r.get("answered") and r.get("error")]
     for r in errors:
         console.print(Text(f"  rank {r['rank']} ({r.get('host')}) could not evaluate: {r['error']}", style="red"))
 
+
+def _mismatches(console: Console, doc: Mapping[str, Any], detailed: bool) -> None:
     rank_group = {r["rank"]: r.get("group") for r in doc["ranks"] if r.get("answered")}
 
     def who(ranks: list[int]) -> str:
@@ -123,11 +126,11 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
                               + ("" if v["status"] == "selected" else f" ({v['status']})")
                               + f" on {who(v['ranks'])}" for v in m["values"])
             console.print(f"    {m['framework']}: {picks}")
-    elif answered > 1:
+    elif doc["world"]["answered"] > 1:
         console.print()
         console.print(Text("Every rank selects the same backends for every config.", style="green"))
     if mismatches.get("verdicts"):
-        shown = mismatches["verdicts"] if details else mismatches["verdicts"][:12]
+        shown = mismatches["verdicts"] if detailed else mismatches["verdicts"][:12]
         console.print(Text(f"Verdicts that differ between ranks ({len(mismatches['verdicts'])})", style="bold"))
         for m in shown:
             statuses = "; ".join(f"{v['status']} on {who(v['ranks'])}" for v in m["values"])
@@ -135,45 +138,45 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
         if len(shown) < len(mismatches["verdicts"]):
             console.print(f"  … {len(mismatches['verdicts']) - len(shown)} more (--details or --format json)")
 
-    cp = doc["context_parallel"]
-    if cp:
-        console.print()
-        console.print(Text(f"Context parallel in a world of {size}", style="bold"))
-        for f in cp:
-            mark, style = {True: ("✓", "green"), False: ("✗", "red"), None: ("?", "yellow")}[f["fits"]]
-            line = Text(f"  {mark} ", style=style)
-            line.append(f"{f['config']}: ")
-            if f["fits"]:
-                line.append(f"fits: cp={f['cp']} × {f['other_parallel']} other-parallel; every sequence cut into "
-                            f"{2 * f['cp']} chunks")
-            elif f["fits"] is False:
-                line.append("; ".join(f["problems"]))
-            else:
-                line.append(f"depends on {', '.join(f['unknown'])}, not given")
-            console.print(line)
 
-    if world.get("missing"):
-        console.print()
-        console.print(Text(f"Ranks that did not answer within {world.get('rank_timeout'):g} s: "
-                           f"{compact_ranks(world['missing'])}", style="bold red"))
+def _context_parallel(console: Console, doc: Mapping[str, Any]) -> None:
+    if not doc["context_parallel"]:
+        return
+    console.print()
+    console.print(Text(f"Context parallel in a world of {doc['world']['size']}", style="bold"))
+    for f in doc["context_parallel"]:
+        mark, style = {True: ("✓", "green"), False: ("✗", "red"), None: ("?", "yellow")}[f["fits"]]
+        line = Text(f"  {mark} ", style=style)
+        line.append(f"{f['config']}: ")
+        if f["fits"]:
+            line.append(f"fits: cp={f['cp']} × {f['other_parallel']} other-parallel; every sequence cut into "
+                        f"{2 * f['cp']} chunks")
+        elif f["fits"] is False:
+            line.append("; ".join(f["problems"]))
+        else:
+            line.append(f"depends on {', '.join(f['unknown'])}, not given")
+        console.print(line)
 
-    if details:
-        console.print()
-        console.print(Text("Ranks", style="bold"))
-        for r in doc["ranks"]:
-            if not r.get("answered"):
-                console.print(f"  {r['rank']:>5}  did not answer")
-                continue
-            device = r.get("device") or {}
-            console.print(f"  {r['rank']:>5}  {r.get('group')}  {r.get('host')}  local {r.get('local_rank')}  "
-                          f"GPU {device.get('index', '-')}  {r.get('seconds')} s  {r.get('environment_source')}")
 
-    gate = doc["gate"]
+def _ranks(console: Console, doc: Mapping[str, Any]) -> None:
+    console.print()
+    console.print(Text("Ranks", style="bold"))
+    for r in doc["ranks"]:
+        if not r.get("answered"):
+            console.print(f"  {r['rank']:>5}  did not answer")
+            continue
+        device = r.get("device") or {}
+        console.print(f"  {r['rank']:>5}  {r.get('group')}  {r.get('host')}  local {r.get('local_rank')}  "
+                      f"GPU {device.get('index', '-')}  {r.get('seconds')} s  {r.get('environment_source')}")
+
+
+def _gate(console: Console, doc: Mapping[str, Any]) -> None:
+    gate, answered = doc["gate"], doc["world"]["answered"]
     console.print()
     if gate["passed"]:
         agree = f"{answered} ranks agree on the backends they select" if answered > 1 else "1 rank, nothing to compare"
-        console.print(Text(f"PASS: {agree}" + ("" if not cp else "; every context-parallel config fits"),
-                           style="bold green"))
+        console.print(Text(f"PASS: {agree}" + ("" if not doc["context_parallel"] else "; every context-parallel "
+                                                 "config fits"), style="bold green"))
     else:
         console.print(Text(f"FAIL (exit {gate['exit_code']})", style="bold red"))
         for reason in gate["reasons"][:20]:
@@ -181,3 +184,6 @@ def render_fleet_text(doc: Mapping[str, Any], stream: IO[str], *, details: bool 
         if len(gate["reasons"]) > 20:
             console.print(f"  … {len(gate['reasons']) - 20} more")
 
+
+def render_fleet_json(doc: Mapping[str, Any], stream: IO[str], **_: Any) -> None:
+    dump_json(doc, stream)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import IO, Any
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
-from ..output import shown
+from ..console.output import shown
 from ..words import plural
 from .location import github_file, sources_by_label
 
@@ -32,7 +33,7 @@ def _command(kind: str, source: tuple[str, int] | None, title: str, message: str
     return f"::{kind} {','.join(props)}::{_escape(message)}"
 
 
-def render_github(report: Report, gate: GateResult) -> str:
+def render_github(report: Report, gate: GateResult, stream: IO[str], **_: Any) -> None:
     """Workflow commands for stdout (the command appends `summary_markdown` to $GITHUB_STEP_SUMMARY)."""
     lines: list[str] = []
     sources = sources_by_label(report)
@@ -58,7 +59,7 @@ def render_github(report: Report, gate: GateResult) -> str:
                     lines.append(_command("warning", source, f"{label}: {v.backend.id} {f.id}", f.message))
     lines.append(f"attndoctor: gate {'passed' if gate.passed else 'FAILED'} "
                  f"({plural(sum(not c.passed for c in gate.checks), 'failing check')} of {len(gate.checks)})")
-    return "\n".join(lines) + "\n"
+    stream.write("\n".join(lines) + "\n")
 
 
 def summary_markdown(report: Report, gate: GateResult) -> str:

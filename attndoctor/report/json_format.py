@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import IO, Any
 
-from .. import __version__
+from .._version import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
 from ..environment import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
-from ..progress import COMPACT_OVER
+from ..console.progress import COMPACT_OVER
 
 
 def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
 """Above this many configs the JSON is written compact: the C encoder is 10x faster than the indenting one."""
 
 
-def render_json(report: Report, gate: GateResult) -> str:
+def render_json(report: Report, gate: GateResult, stream: IO[str], **_: Any) -> None:
     """JSON text, indented for a handful of configs and compact for many."""
     indent = 2 if len(report.results) <= COMPACT_OVER else None
-    return json.dumps(report_document(report, gate), indent=indent, default=str) + "\n"
+    stream.write(json.dumps(report_document(report, gate), indent=indent, default=str) + "\n")

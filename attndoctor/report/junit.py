@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import IO, Any
 from xml.etree import ElementTree as ET
 
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
 
 
-def render_junit(report: Report, gate: GateResult) -> str:
+def render_junit(report: Report, gate: GateResult, stream: IO[str], **_: Any) -> None:
     """A <testsuites> document; a failed check is a <failure> carrying the reasons and the fixes."""
     failures = sum(not c.passed for c in gate.checks)
     suites = ET.Element("testsuites", name="attndoctor", tests=str(len(gate.checks)), failures=str(failures))
@@ -26,4 +27,4 @@ def render_junit(report: Report, gate: GateResult) -> str:
                 lines = list(check.reasons) + [f"fix: {fix}" for fix in check.fixes]
                 failure.text = "\n".join(lines)
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import IO, Any
 
-from .. import __version__
+from .._version import __version__
 from ..engine.evaluate import Report
 from ..engine.gate import GateResult
 from ..engine.rules import DATA_CONDITIONS
 from .location import sarif_location, sources_by_label, srcroot_uri
+from .formats import dump_json
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"wrong-results": "error", "api-mismatch": "error", "unsupported": "warning", "slow": "note", "info": "note"}
@@ -91,6 +91,6 @@ def _location(physical: dict[str, Any] | None, logical: dict[str, str]) -> dict[
     return out
 
 
-def render_sarif(report: Report, gate: GateResult) -> str:
+def render_sarif(report: Report, gate: GateResult, stream: IO[str], **_: Any) -> None:
     """Indented SARIF JSON."""
-    return json.dumps(sarif_document(report, gate), indent=2, default=str) + "\n"
+    dump_json(sarif_document(report, gate), stream)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Callable, Iterable, Iterator
 
-from .. import __version__
+from .._version import __version__
 from ..engine.evaluate import ConfigResult, Selection, Verdict
 from ..engine.gate import GateCheck, GateResult
 from ..engine.gate_tally import GateTally

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from typing import IO
+from typing import IO, Any
 
 from ..runs.stress import StressReport
 from ..words import plural
 from .term import Console, Table, Text
 from .text import environment_lines
+from .formats import dump_json
 
 
-def render_stress_text(report: StressReport, file: IO[str] | None = None, *, detailed: bool = False) -> None:
+def render_stress_text(report: StressReport, file: IO[str] | None = None, *, detailed: bool = False,
+                       **_: Any) -> None:
     console = Console(file)
     for line in environment_lines(report.environment):
         console.print(line)
@@ -55,12 +56,5 @@ def render_stress_text(report: StressReport, file: IO[str] | None = None, *, det
         console.print(Text(f"observations written to {report.record_path}", style="dim"))
 
 
-def write_stress(report: StressReport, *, fmt: str, target: str | None, detailed: bool) -> None:
-    """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    from ..output import output_stream
-
-    with output_stream(target) as stream:
-        if fmt == "json":
-            stream.write(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
-        else:
-            render_stress_text(report, stream, detailed=detailed)
+def render_stress_json(report: StressReport, stream: IO[str], **_: Any) -> None:
+    dump_json(report.to_dict(), stream)

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import IO, Sequence, Union
 
-from ..output import shown
+from ..console.output import shown
 
 SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32", "yellow": "33",
        "blue": "34", "magenta": "35", "cyan": "36"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from .. import __version__
+from .._version import __version__
 from ..engine.evaluate import OUTSIDE, ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
 from ..engine.rules import FRAMEWORK_LABELS
@@ -290,7 +290,8 @@ def assumption_lines(report: Report) -> list[Text]:
             for (field, value, why), names in grouped.items()]
 
 
-def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False) -> None:
+def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *, detailed: bool = False,
+                **_: Any) -> None:
     """Write the human report."""
     console = Console(file)
     for line in environment_lines(report.environment) + assumption_lines(report):
@@ -324,8 +325,8 @@ def render_text(report: Report, gate: GateResult, file: IO[str] | None = None, *
 
 def render_model_plan(console: Console, plan: Any) -> None:
     """The per-layer plan of one model: each attention kind, what each framework runs it on, and the model-level fix."""
-    from ..model_plan import SCORE_FORMULA, SLOW_PATHS, human_bytes
-    from ..models import layer_ranges
+    from ..sources.model_plan import SCORE_FORMULA, SLOW_PATHS, human_bytes
+    from ..sources.models import layer_ranges
 
     console.print()
     total = f", {plan.layers} layers" if plan.layers else ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any
 
 from ..engine.gate import evaluate_gate
@@ -10,11 +9,12 @@ from ..trace.reader import compact_modules
 from ..words import plural
 from .term import Console, Table, Text
 from .text import environment_lines, render_matrix, render_result
+from .formats import dump_json
 
 PHASE = {"forward": "fwd", "backward": "bwd"}
 
 
-def render_trace_text(trace: Any, file: IO[str] | None = None) -> None:
+def render_trace_text(trace: Any, file: IO[str] | None = None, **_: Any) -> None:
     """Write the human trace report."""
     console = Console(file)
     for line in environment_lines(trace.report.environment):
@@ -165,5 +165,5 @@ def trace_document(trace: Any) -> dict[str, Any]:
     return doc
 
 
-def render_trace_json(trace: Any) -> str:
-    return json.dumps(trace_document(trace), indent=2, default=str) + "\n"
+def render_trace_json(trace: Any, stream: IO[str], **_: Any) -> None:
+    dump_json(trace_document(trace), stream)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import IO
+from typing import IO, Any
 
 from ..runs.verification import DEFAULTS, Observation, VerifyReport
 from ..words import plural
 from .text import MARK, environment_lines
 from .term import Console, Table, Text
+from .formats import dump_json
 
 OBSERVED_STYLE = {
     "ok": ("ok", "green"), "rejected": ("rejected", "red"), "api-mismatch": ("API mismatch", "red"),
@@ -97,7 +97,8 @@ def _by_config(report: VerifyReport) -> list[tuple[str, list[Observation]]]:
     return list(groups.items())
 
 
-def render_verify_text(report: VerifyReport, file: IO[str] | None = None, *, detailed: bool = False) -> None:
+def render_verify_text(report: VerifyReport, file: IO[str] | None = None, *, detailed: bool = False,
+                       **_: Any) -> None:
     console = Console(file)
     for line in _header(report):
         console.print(line)
@@ -179,16 +180,5 @@ def _render_disagreements(console: object, report: VerifyReport, *, detailed: bo
     console.print(text)  # type: ignore[attr-defined]
 
 
-def render_verify_json(report: VerifyReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, default=str) + "\n"
-
-
-def write_verify(report: VerifyReport, *, fmt: str, target: str | None, detailed: bool) -> None:
-    """Render in `fmt` (text or json) to the file `target`, or standard output."""
-    from ..output import output_stream
-
-    with output_stream(target) as stream:
-        if fmt == "json":
-            stream.write(render_verify_json(report))
-        else:
-            render_verify_text(report, stream, detailed=detailed)
+def render_verify_json(report: VerifyReport, stream: IO[str], **_: Any) -> None:
+    dump_json(report.to_dict(), stream)

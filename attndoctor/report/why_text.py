@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any
 
-from .. import __version__
+from .._version import __version__
 from ..environment import REPORT_SCHEMA_VERSION
 from .text import environment_lines
 from .term import Console, Text
+from .formats import dump_json
 
 TEXT_SHOWN = 300
 """Characters of a matched line kept in JSON (a TE config dump runs to kilobytes)."""
@@ -46,11 +46,11 @@ def why_document(answer: Any) -> dict[str, Any]:
     }
 
 
-def render_why_json(answer: Any) -> str:
-    return json.dumps(why_document(answer), indent=2, default=str) + "\n"
+def render_why_json(answer: Any, stream: IO[str], **_: Any) -> None:
+    dump_json(why_document(answer), stream)
 
 
-def render_why_text(answer: Any, stream: IO[str]) -> None:
+def render_why_text(answer: Any, stream: IO[str], **_: Any) -> None:
     """The answer for a person: understood, cause, fix, settle, other candidates, TransformerEngine's choice."""
     console = Console(stream)
     for line in environment_lines(answer.environment):

@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..config import AttentionConfig
 from ..environment import Environment
 from ..words import verdict_words
@@ -409,6 +409,49 @@ def _not_run_reason(verdict: Any) -> str:
     return f"{said}: {blocking[0].id}: {blocking[0].message}" if blocking else said
 
 
+def _backends_to_time(evaluator: Any, by_id: Mapping[str, Any], filled: AttentionConfig, env: Environment,
+                      candidates: Sequence[str], named: Sequence[str],
+                      inventory: Mapping[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
+    """The backends worth timing on a config (installed, supported by the rules, not the reference kernel at a size
+    whose scores would not fit), and why each other one is not run."""
+    from ..engine.evaluate import build_facts
+    from .verification import backend_environment
+
+    run: list[str] = []
+    skipped: list[dict[str, str]] = []
+    for backend_id in candidates:
+        if not inventory.get(backend_id, {}).get("installed"):
+            if named:
+                skipped.append({"backend": backend_id, "reason": "not installed here"})
+            continue
+        b_env = backend_environment(env, backend_id)
+        verdict = evaluator.verdict(by_id[backend_id], filled, b_env, facts=build_facts(filled, b_env),
+                                    search_fix=False)
+        if verdict.status != "supported":
+            skipped.append({"backend": backend_id, "reason": _not_run_reason(verdict)})
+            continue
+        c = filled
+        scores = 4 * (c.batch or 1) * (c.heads or 1) * (c.seqlen_q or 1) * (c.seqlen_kv or c.seqlen_q or 1)
+        if backend_id == "sdpa-math" and backend_id not in named and scores > MATH_SCORE_LIMIT:
+            skipped.append({"backend": backend_id, "reason": f"reference kernel: its scores would take "
+                            f"{scores / 2**30:.1f} GiB (name it with --backend to time it)"})
+            continue
+        run.append(backend_id)
+    return run, skipped
+
+
+def _time_once(sup: Any, backend_id: str, config: dict[str, Any], *, seed: int, options: Mapping[str, Any],
+               timeout: float) -> dict[str, Any]:
+    """One backend timed on one config; a crash under CUDA graphs is retried eagerly, and the result says so."""
+    raw = sup.bench(backend_id, config, seed=seed, options=options, timeout=timeout)
+    if raw.get("outcome") == "crashed" and options.get("graphs") != "off":
+        retry = sup.bench(backend_id, config, seed=seed, options={**options, "graphs": "off"}, timeout=timeout)
+        if retry.get("outcome") == "ok":
+            retry["mode_note"] = f"timed eagerly after a crash with CUDA graphs: {raw.get('error', '')}"
+        raw = retry
+    return raw
+
+
 def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
               options: Mapping[str, Any] | None = None, seed: int | None = None, timeout: float = 300.0,
               rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
@@ -416,9 +459,9 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
     """Time every supported, installed backend on every config in one worker, and recommend per config."""
     import random
 
-    from ..engine.evaluate import Evaluator, build_facts
+    from ..engine.evaluate import Evaluator
     from ..engine.rules import load_rulebase
-    from .verification import backend_environment, fill_defaults, kernel_worker
+    from .verification import fill_defaults, kernel_worker
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -438,25 +481,7 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
         for config in configs:
             filled, names = fill_defaults(config)
             result = evaluator.evaluate(filled, env)
-            run, skipped = [], []
-            for backend_id in (named or ids):
-                if not inventory.get(backend_id, {}).get("installed"):
-                    if named:
-                        skipped.append({"backend": backend_id, "reason": "not installed here"})
-                    continue
-                b_env = backend_environment(env, backend_id)
-                verdict = evaluator.verdict(by_id[backend_id], filled, b_env, facts=build_facts(filled, b_env),
-                                            search_fix=False)
-                if verdict.status != "supported":
-                    skipped.append({"backend": backend_id, "reason": _not_run_reason(verdict)})
-                    continue
-                c = filled
-                scores = 4 * (c.batch or 1) * (c.heads or 1) * (c.seqlen_q or 1) * (c.seqlen_kv or c.seqlen_q or 1)
-                if backend_id == "sdpa-math" and backend_id not in named and scores > MATH_SCORE_LIMIT:
-                    skipped.append({"backend": backend_id, "reason": f"reference kernel: its scores would take "
-                                    f"{scores / 2**30:.1f} GiB (name it with --backend to time it)"})
-                    continue
-                run.append(backend_id)
+            run, skipped = _backends_to_time(evaluator, by_id, filled, env, named or ids, named, inventory)
             plan.append((filled, names, result, run, skipped))
         total = sum(len(p[3]) for p in plan)
         done = 0
@@ -471,13 +496,7 @@ def run_bench(configs: Sequence[AttentionConfig], env: Environment, *, backends:
             for backend_id in run:
                 if progress:
                     progress(done, total, f"{filled.name or filled.label()} · {backend_id}")
-                raw = sup.bench(backend_id, filled.to_dict(), seed=seed, options=opts, timeout=timeout)
-                if raw.get("outcome") == "crashed" and opts.get("graphs") != "off":
-                    retry = sup.bench(backend_id, filled.to_dict(), seed=seed, options={**opts, "graphs": "off"},
-                                      timeout=timeout)
-                    if retry.get("outcome") == "ok":
-                        retry["mode_note"] = f"timed eagerly after a crash with CUDA graphs: {raw.get('error', '')}"
-                    raw = retry
+                raw = _time_once(sup, backend_id, filled.to_dict(), seed=seed, options=opts, timeout=timeout)
                 measured.append(annotate(raw, flops, peak, moved, bandwidth))
                 done += 1
             metric = "forward_backward" if filled.train else "forward"

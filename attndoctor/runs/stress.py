@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..config import AttentionConfig, make_config
 from ..environment import Environment
 
@@ -288,7 +288,7 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
         if progress:
             progress(total, total, "done")
     if record:
-        from ..output import output_stream
+        from ..console.output import output_stream
 
         with output_stream(record, what="--record") as stream:
             stream.write("\n".join(lines) + ("\n" if lines else ""))

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..config import AttentionConfig, make_config
-from ..environment import Environment
+from ..environment import TE_SWITCHES, Environment
 from ..errors import UsageError
 
 SCHEMA_VERSION = 1
@@ -29,14 +29,6 @@ DEFAULTS: dict[str, Any] = {"batch": 2, "heads": 8, "seqlen_q": 256, "hdim": 64,
                             "layout": "bshd"}
 """What verify runs when a shape field is unknown: small, documented, and said in the output. kv_heads follows
 heads, seqlen_kv follows seqlen_q and hdim_v follows hdim, as in the config itself."""
-
-TE_SWITCHES: dict[str, dict[str, str]] = {
-    "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
-    "te-fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1", "NVTE_UNFUSED_ATTN": "0"},
-    "te-unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "1"},
-}
-"""The switches the TE runners set (kernels/runners/te.py holds the same table); the rules for a TE backend are
-evaluated with them, so that the prediction is about the run that happened."""
 
 OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
 FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
@@ -302,6 +294,20 @@ def probe_all(sup: Any, items: Sequence[Mapping[str, Any]],
     return out
 
 
+def _record_stream(record: str | None) -> IO[str] | None:
+    """The --record file opened for writing (its folder made), or None; a path that cannot be written is a usage
+    error."""
+    if not record:
+        return None
+    from ..inputs import output_opener
+
+    try:
+        Path(record).parent.mkdir(parents=True, exist_ok=True)
+        return open(record, "w", encoding="utf-8", opener=output_opener("--record"))
+    except OSError as exc:
+        raise UsageError(f"--record: cannot write {record} ({exc.strerror})") from None
+
+
 def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, repeats: int = 3, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
@@ -327,15 +333,7 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     seed = random.SystemRandom().randrange(1, 2**31 - 1) if seed is None else int(seed)
     environment = recorded_environment(env)
     started = time.monotonic()
-    stream: IO[str] | None = None
-    if record:
-        from ..inputs import output_opener
-
-        try:
-            Path(record).parent.mkdir(parents=True, exist_ok=True)
-            stream = open(record, "w", encoding="utf-8", opener=output_opener("--record"))
-        except OSError as exc:
-            raise UsageError(f"--record: cannot write {record} ({exc.strerror})") from None
+    stream = _record_stream(record)
     observations: list[Observation] = []
     with stream or contextlib.nullcontext(), kernel_worker(
             supervisor, device=device, timeout=timeout, runner_modules=runner_modules, backends=backends or ids,
@@ -459,7 +457,7 @@ def replay(paths: Iterable[str | Path], *, rules_dir: str | None = None) -> list
 
 def stderr_progress(label: str = "verify") -> tuple[ProgressFn, Callable[[], None]]:
     """A progress bar on stderr when it is a terminal, otherwise a line every config; and a closer."""
-    from ..output import shown
+    from ..console.output import shown
 
     if sys.stderr.isatty():
         from rich.console import Console

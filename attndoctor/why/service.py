@@ -170,7 +170,7 @@ def environment_findings(env: Any) -> list[dict[str, Any]]:
     carries none (a what-if machine: this machine's files say nothing about it)."""
     if getattr(env, "binaries", None) is None:
         return []
-    from ..probe.binaries import inspect_installed
+    from ..probe.install_findings import inspect_installed
 
     out = []
     for f in inspect_installed(env):

@@ -12,15 +12,11 @@ import os
 import sys
 from typing import Any
 
+from attndoctor.environment import TE_SWITCHES as SWITCHES
+
 from ..spec import CaseSpec, NotBuilt
 from .base import Call, KernelRunner, NotExpressible, autograd_grads
 
-SWITCHES = {
-    "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
-    "te-fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1", "NVTE_UNFUSED_ATTN": "0"},
-    "te-unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "1"},
-}
-"""The environment each runner sets; verify evaluates the rules with the same switches (runs.verification)."""
 
 MASK_TYPES = {
     "none": "no_mask", "causal": "causal", "causal-bottom-right": "causal_bottom_right", "padding": "padding",

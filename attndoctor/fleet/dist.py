@@ -22,10 +22,10 @@ from datetime import timedelta
 from importlib.util import find_spec
 from typing import Any, Callable, Mapping, Sequence
 
-from .config import AttentionConfig
-from .environment import Environment, load_env_file
-from .errors import RuleError, UsageError
-from .fleet import (FLEET_ENV_FILE, Launch, environment_for_rank, fingerprint, fleet_document, launch_from_env,
+from ..config import AttentionConfig
+from ..environment import Environment, load_env_file
+from ..errors import RuleError, UsageError
+from .ranks import (FLEET_ENV_FILE, Launch, environment_for_rank, fingerprint, fleet_document, launch_from_env,
                     rank_device, summarize_result)
 
 NEEDS_TORCH = "fleet needs torch for torch.distributed"
@@ -44,7 +44,7 @@ class FleetFailure(RuntimeError):
 def rank_environment(probe_timeout: float, environ: Mapping[str, str] | None = None) -> Environment:
     """This rank's environment: probed, or read from ATTNDOCTOR_FLEET_ENV_FILE with this rank's own steering
     variables (NVTE_*, CUDNN_*, ...) merged over the file's."""
-    from .probe.envvars import relevant_env_vars
+    from ..probe.envvars import relevant_env_vars
 
     environ = os.environ if environ is None else environ
     path = environ.get(FLEET_ENV_FILE)
@@ -53,7 +53,7 @@ def rank_environment(probe_timeout: float, environ: Mapping[str, str] | None = N
         env.env_vars = {**env.env_vars, **relevant_env_vars(environ)}
         env.source = f"{env.source} via {FLEET_ENV_FILE}"
         return env
-    from .probe import probe
+    from ..probe import probe
 
     return probe(timeout=probe_timeout)
 
@@ -62,7 +62,7 @@ def rank_payload(launch: Launch, configs: Sequence[AttentionConfig], *, probe_ti
                  backends: Sequence[str] | None = None, rules_dir: str | None = None,
                  ignore: Any = ()) -> dict[str, Any]:
     """This rank's answer (see attndoctor.fleet): never raises; what fails is the payload's `error`."""
-    from .services import diagnose_many
+    from ..services import diagnose_many
 
     start = time.monotonic()
     payload: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """`attndoctor fleet`, the pure part: which ranks of a job look alike, what differs, and whether the job fits.
 
 Every rank of a distributed job probes its own machine and evaluates the same configs; this module compares the
-answers. Nothing here imports torch or talks to the network (that is `fleet_dist`): each function takes plain
+answers. Nothing here imports torch or talks to the network (that is `fleet.dist`): each function takes plain
 data, so all of it is tested without torch.
 
 A rank's answer (its *payload*) is a JSON object:
@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .config import AttentionConfig
-from .environment import Environment
-from .errors import UsageError
-from .words import plural
+from ..config import AttentionConfig
+from ..environment import Environment
+from ..errors import UsageError
+from ..words import plural
 
 SCHEMA_VERSION = 1
 
@@ -160,7 +160,7 @@ def environment_for_rank(env: Environment, local_rank: int) -> Environment:
     device = rank_device(env, local_rank)
     if device is None or device.index == (env.gpus[0].index if env.gpus else None):
         return env
-    from .gpus import lookup_gpu
+    from ..gpus import lookup_gpu
 
     spec = lookup_gpu(device.name)
     gpu = spec.name if spec is not None else device.name
@@ -356,7 +356,7 @@ def fleet_document(*, launch: Mapping[str, Any], payloads: Sequence[Mapping[str,
                    configs: Sequence[AttentionConfig], seconds: float | None = None,
                    rank_timeout: float | None = None, transport: str = "") -> dict[str, Any]:
     """The fleet report as plain data (`--format json`), from every rank's payload (None: did not answer)."""
-    from . import __version__
+    from .._version import __version__
 
     world = len(payloads)
     missing = [r for r, p in enumerate(payloads) if p is None]

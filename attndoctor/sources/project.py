@@ -19,8 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence
 
-from .config import AttentionConfig, make_config
-from .errors import UsageError
+from ..config import AttentionConfig, make_config
+from ..errors import UsageError
 
 KEYS = ("config", "models", "require", "require_any", "fail_on", "ignore", "environment", "env_file")
 
@@ -54,7 +54,7 @@ SETTINGS = "expected attndoctor.toml, or a pyproject.toml with [tool.attndoctor]
 def find_project_file(start: Path | None = None) -> Path | None:
     """attndoctor.toml, else a pyproject.toml that names attndoctor, in the current folder; one that is there in any
     form (a folder, a loop, unreadable) is returned, so that reading it says what is wrong rather than skipping it."""
-    from .inputs import describe, read_text
+    from ..inputs import describe, read_text
 
     folder = start or Path()
     own = folder / "attndoctor.toml"
@@ -71,8 +71,8 @@ def find_project_file(start: Path | None = None) -> Path | None:
 
 def load_project(path: str | Path | None = None) -> ProjectConfig:
     """Read and validate the project file (found in the current folder when no path is given)."""
-    from ._toml import kind_of, loads_toml
-    from .inputs import describe, read_text
+    from .._toml import kind_of, loads_toml
+    from ..inputs import describe, read_text
 
     if path is not None and not str(path).strip():
         raise UsageError(f"--project: empty path; {SETTINGS}")
@@ -137,7 +137,7 @@ def _list_of_text(value: Any, key: str, where: str) -> list[str]:
 
 
 def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> ProjectConfig:
-    from .inputs import EITHER, describe, locate
+    from ..inputs import EITHER, describe, locate
 
     project = ProjectConfig(path=path, lines=MappingProxyType(dict(lines)))
     where = project.where
@@ -173,7 +173,7 @@ def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> Proje
                              "'sdpa-flash,sdpa-cudnn'")
     fail_on = table.get("fail_on")
     if fail_on is not None:
-        from .engine.gate import SEVERITY
+        from ..engine.gate import SEVERITY
 
         if fail_on not in SEVERITY:
             raise UsageError(f"{where('fail_on')}: expected one of {', '.join(SEVERITY)}, got {fail_on!r}")
@@ -189,7 +189,7 @@ def _parse(table: Any, path: str, base: Path, lines: Mapping[str, int]) -> Proje
     environment = table.get("environment", {})
     if not isinstance(environment, Mapping):
         raise UsageError(f"{where('environment')}: expected a table such as {{ gpu = 'H100', cudnn = '9.5.0' }}")
-    from .environment import environment_from_flags
+    from ..environment import environment_from_flags
 
     for key, value in environment.items():
         try:

@@ -14,8 +14,8 @@ import re
 import sys
 from typing import IO, Any, Iterator
 
-from .errors import UsageError
-from .inputs import check_output, output_opener
+from ..errors import UsageError
+from ..inputs import check_output, output_opener
 
 ASCII = str.maketrans({
     "✓": "+", "✗": "x", "⚠": "!", "–": "-", "—": "-", "─": "-", "│": "|", "…": "...", "·": "-", "≥": ">=",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import DTYPE_ALIASES, DTYPES, AttentionConfig, make_config
-from ._json import loads_json
-from .errors import UsageError
+from ..config import DTYPE_ALIASES, DTYPES, AttentionConfig, make_config
+from .._json import loads_json
+from ..errors import UsageError
 
 SEQLEN_CAP = 8192
 
@@ -231,7 +231,7 @@ def _key_line(text: str, origin: str) -> int:
 
 
 def _load(path: str | Path) -> tuple[str, dict[str, Any], str]:
-    from .inputs import EITHER, describe, locate, read_text
+    from ..inputs import EITHER, describe, locate, read_text
 
     accepted = "expected a Hugging Face config.json or a model folder holding one"
     p = Path(path)
