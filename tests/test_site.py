@@ -184,3 +184,10 @@ def test_other_pages_load_in_chromium(site: Path, browser: str, tmp_path: Path) 
         dom, log = _dump(browser, (site / page).as_uri(), tmp_path / "profile")
         assert _page_errors(dom, log) == [], page
         assert "<h1>" in dom
+
+
+def test_output_onto_a_file_is_a_usage_error(cli, tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    code, out, err = cli("rules", "site", "--output", str(target))
+    assert code == 2 and "not a folder" in err and "Traceback" not in err
