@@ -167,3 +167,17 @@ def matrix(gpu: str = typer.Option("H100", "--gpu", help="The GPU (or sm90) the 
     console = Console()
     console.print(Text(f"{result.gpu} (sm{result.sm}): versions that run each feature", style="bold"))
     console.print(table)
+
+
+@rules_app.command("site")
+@handle_errors
+def site(output: str = typer.Option(..., "--output", "-o", metavar="DIR", help="The folder to write the site into."),
+         workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Processes that compute the picker's "
+                                               "tables (default: one per CPU)."),
+         rules_dir: Optional[str] = RulesDir) -> None:
+    """A static website from the rule base: the picker, a page per rule, backend, GPU and release, search, plots."""
+    from ..site import build_site
+
+    summary = build_site(output, rules_dir=rules_dir, workers=workers)
+    sys.stderr.write(f"wrote {plural(summary.files, 'file')} ({summary.bytes / 1e6:.1f} MB) to {summary.output} "
+                     f"in {summary.seconds:.0f} s; open {summary.output / 'index.html'}\n")
