@@ -315,7 +315,7 @@ def _cached(files: list[Path], folder: Path) -> RuleBase:
     # The key: attndoctor's version, the code of the pickled classes, and every rule file (name, size, CRC-32).
     parts = [__version__.encode()]
     here = Path(__file__).resolve().parent
-    sources = [here / m for m in ("rules.py", "expr.py", "ranges.py")] + files
+    sources = [here / m for m in ("rules.py", "nodes.py", "ranges.py")] + files
     for path in sources:
         try:
             data = read_bytes(path, describe(path, "rule file")) if path in files else path.read_bytes()
