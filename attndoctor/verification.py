@@ -20,6 +20,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from . import __version__
 from .config import AttentionConfig, make_config
+from .engine.states import Outcome, Status
 from .environment import Environment
 from .errors import UsageError
 
@@ -38,7 +39,7 @@ TE_SWITCHES: dict[str, dict[str, str]] = {
 """The switches the TE runners set (kernels/runners/te.py holds the same table); the rules for a TE backend are
 evaluated with them, so that the prediction is about the run that happened."""
 
-OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
+OBSERVED = tuple(Outcome)
 FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
 
 _AGREE: dict[str, dict[str, str]] = {
@@ -63,9 +64,9 @@ DISAGREEMENTS = ("contradicted", "undecided")
 def agreement(outcome: str, predicted: str) -> str:
     """confirmed | contradicted | undecided (the rules said `depends` on a probed machine, whose facts are all
     known, or the machine's versions lie outside what they model) | inconclusive (out of memory, or a case the runners do not build: says nothing about support)."""
-    if outcome in ("out-of-memory", "skipped"):
+    if outcome in (Outcome.OUT_OF_MEMORY, Outcome.SKIPPED):
         return "inconclusive"
-    if predicted in ("depends", "outside-rules"):
+    if predicted in (Status.DEPENDS, Status.OUTSIDE_RULES):
         return "undecided"
     return _AGREE.get(predicted, {}).get(outcome, "contradicted")
 

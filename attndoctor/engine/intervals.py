@@ -138,4 +138,3 @@ def merge_ranges(op: str, items: list[Node]) -> list[Node]:
                 continue
             out.append(node)
     return out
-

@@ -136,7 +136,6 @@ class Parser:
         raise ExprError(f"expected a value, found {found}", col)
 
 
-
 def parse_tree(text: str) -> Node:
     """The syntax tree of a condition or value expression, not yet type-checked."""
     return Parser(text).parse()

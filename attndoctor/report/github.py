@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..engine.evaluate import Report
+from ..engine.results import Report
 from ..engine.gate import GateResult
 from ..output import shown
 from ..words import plural

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ..engine.evaluate import Report
+from ..engine.results import Report
 from ..engine.gate import GateResult
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .. import __version__
-from ..engine.evaluate import Report
+from ..engine.results import Report
 from ..engine.gate import GateResult
 from ..engine.rules import DATA_CONDITIONS
 from .location import sarif_location, sources_by_label, srcroot_uri
