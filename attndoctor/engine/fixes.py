@@ -2,22 +2,32 @@
 plans that make a refused backend run (each checked by evaluating again)."""
 
 import itertools
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, Environment
 from ..errors import UsageError
 from . import expr
-from .facts import build_facts, compared_version
+from .facts import FactCache, RuleValues, build_facts, compared_version
 from .results import Finding, FixPlan
-from .rule_model import FIX_RANK, PADDABLE, Backend, Fix
+from .rule_model import FIX_RANK, PADDABLE, Backend, Fix, RuleBase
 from .states import Status
 
-if TYPE_CHECKING:
-    from .evaluate import Evaluator
+
+class Trials(Protocol):
+    """What the fix search needs of an evaluator (evaluate.Evaluator): facts, findings and statuses to judge trials."""
+
+    base: RuleBase
+    fact_cache: FactCache
+    rule_values: RuleValues
+
+    def findings(self, backend: Backend, config: AttentionConfig, env: Environment,
+                 facts: dict[str, Any]) -> list[Finding]: ...
+
+    def quick_status(self, backend: Backend, config: AttentionConfig, env: Environment) -> Status: ...
 
 
-def search_fixes(evaluator: "Evaluator", backend: Backend, config: AttentionConfig, env: Environment,
+def search_fixes(evaluator: Trials, backend: Backend, config: AttentionConfig, env: Environment,
                  blocking: list[Finding]) -> list[FixPlan]:
     """The smallest plans that make the backend run, best first, none another plan dominates."""
     per_finding = [list(dict.fromkeys(f.fixes)) for f in blocking]
@@ -75,7 +85,7 @@ def search_fixes(evaluator: "Evaluator", backend: Backend, config: AttentionConf
     return [p for p in found if not any(_dominates(q, p) for q in found if q is not p)]
 
 
-def advisory_fixes(evaluator: "Evaluator", backend: Backend, config: AttentionConfig, env: Environment,
+def advisory_fixes(evaluator: Trials, backend: Backend, config: AttentionConfig, env: Environment,
                    risks: list[Finding]) -> list[FixPlan]:
     """The advisories' own fixes that take the config out of them and keep the backend running, those that
     clear the most advisories first."""
