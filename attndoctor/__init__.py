@@ -8,7 +8,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .config import AttentionConfig
-    from .engine.evaluate import Report
+    from .engine.results import Report
     from .environment import Environment
 
 __all__ = ["__version__", "diagnose", "preflight", "PreflightError", "trace"]

@@ -130,7 +130,7 @@ class ReportStream(NamedTuple):
     processes, which evaluate chunks of the configs themselves)."""
 
     def collect(self) -> Any:
-        from .engine.evaluate import Report
+        from .engine.results import Report
 
         return Report(command=self.command, environment=self.environment, results=list(self.results),
                       rule_count=self.rule_count, rule_files=self.rule_files, ignored=self.ignored)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import AttentionConfig, make_config
-from .engine.evaluate import ConfigResult, Report
+from .engine.results import ConfigResult, Report
 from .environment import Environment, environment_from_flags
 from .words import verdict_words
 

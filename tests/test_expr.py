@@ -154,3 +154,22 @@ def test_parse_value_types():
     assert parse_value("(seqlen_q + 63) // 64 * 64")[1] == "int"
     assert parse_value("hdim")[1] == "int"
     assert parse_value(0.5)[1] == "number"
+
+
+def test_parse_errors_draw_the_condition_with_a_caret_under_the_column():
+    with pytest.raises(ExprError) as info:
+        parse("hdim >> 128")
+    first, source, caret = str(info.value).split("\n")
+    assert first == "expected a value, found '>' (column 7)"
+    assert source == "    hdim >> 128"
+    assert caret == "    " + " " * 6 + "^"
+    with pytest.raises(ExprError) as info:
+        parse_value("seqlen_q +")
+    assert str(info.value).split("\n")[1:] == ["    seqlen_q +", "    " + " " * 10 + "^"]
+
+
+def test_tokens_carry_kind_value_and_column():
+    from attndoctor.engine.expr import Token, tokenize
+
+    assert tokenize("not hdim >= 64") == [Token("kw", "not", 1), Token("name", "hdim", 5), Token("op", ">=", 10),
+                                          Token("num", 64, 13), Token("end", None, 15)]

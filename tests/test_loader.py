@@ -30,7 +30,8 @@ def load(tmp_path, rules):
 
 
 @pytest.mark.parametrize("patch, fragments", [
-    (('condition = "hdim > 128"', 'condition = "hdim >> 128"'), ["T-GOOD", "line 3", "condition:", "column 7"]),
+    (('condition = "hdim > 128"', 'condition = "hdim >> 128"'), ["T-GOOD", "line 3", "condition:", "column 7",
+                                                                       "\n    hdim >> 128\n          ^"]),
     (('condition = "hdim > 128"', 'condition = "hdm > 128"'), ["T-GOOD", "did you mean 'hdim'"]),
     (('backends = ["alpha"]', 'backends = ["omega"]'), ["T-GOOD", "unknown backend 'omega'"]),
     (('effect = "unsupported"', 'effect = "broken"'), ["T-GOOD", "effect: expected one of"]),

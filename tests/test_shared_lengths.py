@@ -41,8 +41,7 @@ def test_verdicts_shared_across_lengths_equal_fresh_ones(facts):
     base = load_rulebase(None)
     shared, fresh = Evaluator(base, batch=True), Evaluator(base, batch=True)
     for config in _configs(150, seed=len(str(facts))):
-        fresh._shared.clear()
-        fresh._selections.clear()
+        fresh.caches.forget_machine()
         assert shared.evaluate(config, env).to_dict() == fresh.evaluate(config, env).to_dict(), config.label()
 
 

@@ -17,7 +17,7 @@ from typing import NamedTuple, Sequence
 
 from ..environment import ABSENT, Environment
 from ..words import a, verdict_words
-from .evaluate import ConfigResult, Report, Verdict
+from .results import ConfigResult, Report, Verdict
 from .rules import FRAMEWORK_LABELS
 
 SEVERITY = {"info": 1, "slow": 2, "unsupported": 3, "api-mismatch": 4, "wrong-results": 5}

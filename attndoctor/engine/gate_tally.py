@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..environment import Environment
-from .evaluate import ConfigResult
+from .results import ConfigResult
 from .gate import GateCheck, GateResult, config_checks, present_frameworks
 
 MEMO_LIMIT = 4096

@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from ..errors import UsageError
 from . import expr
-from .evaluate import build_facts
+from .facts import build_facts
 from .rules import PADDABLE, Rule, RuleBase, example_facts
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from typing import IO, Any
-from ..engine.evaluate import Report
+
+from ..engine.results import Report
 from ..engine.gate import GateResult
 from ..console.output import shown
 from ..words import plural

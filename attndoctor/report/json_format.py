@@ -6,7 +6,7 @@ import json
 from typing import IO, Any
 
 from .._version import __version__
-from ..engine.evaluate import Report
+from ..engine.results import Report
 from ..engine.gate import GateResult
 from ..environment import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
 from ..console.progress import COMPACT_OVER

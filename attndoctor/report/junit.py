@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Any
 from xml.etree import ElementTree as ET
 
-from ..engine.evaluate import Report
+from ..engine.results import Report
 from ..engine.gate import GateResult
 
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from ..engine.evaluate import Report
+from ..engine.results import Report
 
 
 def relative_path(file: str) -> str | None:

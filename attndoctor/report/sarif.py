@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Any
 
 from .._version import __version__
-from ..engine.evaluate import Report
+from ..engine.results import Report
 from ..engine.gate import GateResult
 from ..engine.rules import DATA_CONDITIONS
 from .location import sarif_location, sources_by_label, srcroot_uri

@@ -11,7 +11,7 @@ import json
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from .._version import __version__
-from ..engine.evaluate import ConfigResult, Selection, Verdict
+from ..engine.results import ConfigResult, Selection, Verdict
 from ..engine.gate import GateCheck, GateResult
 from ..engine.gate_tally import GateTally
 from .json_format import SCHEMA_VERSION

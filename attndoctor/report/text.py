@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Any
 
 from .._version import __version__
-from ..engine.evaluate import OUTSIDE, ConfigResult, Finding, Report, Selection, Verdict
+from ..engine.results import OUTSIDE, ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
 from ..engine.rules import FRAMEWORK_LABELS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment

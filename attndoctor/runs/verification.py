@@ -20,6 +20,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .._version import __version__
 from ..config import AttentionConfig, make_config
+from ..engine.states import Outcome, Status
 from ..environment import TE_SWITCHES, Environment
 from ..errors import UsageError
 
@@ -30,7 +31,7 @@ DEFAULTS: dict[str, Any] = {"batch": 2, "heads": 8, "seqlen_q": 256, "hdim": 64,
 """What verify runs when a shape field is unknown: small, documented, and said in the output. kv_heads follows
 heads, seqlen_kv follows seqlen_q and hdim_v follows hdim, as in the config itself."""
 
-OBSERVED = ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory", "skipped")
+OBSERVED = tuple(Outcome)
 FAILED = ("rejected", "api-mismatch", "crashed", "not-installed")
 
 RAN_CLEAN = frozenset({"ok"})
@@ -58,9 +59,9 @@ DISAGREEMENTS = ("contradicted", "undecided")
 def agreement(outcome: str, predicted: str) -> str:
     """confirmed | contradicted | undecided (the rules said `depends` on a probed machine, whose facts are all
     known, or the machine's versions lie outside what they model) | inconclusive (out of memory, or a case the runners do not build: says nothing about support)."""
-    if outcome in ("out-of-memory", "skipped"):
+    if outcome in (Outcome.OUT_OF_MEMORY, Outcome.SKIPPED):
         return "inconclusive"
-    if predicted in ("depends", "outside-rules"):
+    if predicted in (Status.DEPENDS, Status.OUTSIDE_RULES):
         return "undecided"
     return _AGREE.get(predicted, {}).get(outcome, "contradicted")
 

@@ -1,0 +1,96 @@
+"""Findings: a rule's, with its message filled in from the facts, and the machine's own (a package missing or
+broken, a release the rules do not model, no GPU)."""
+
+import functools
+import re
+from typing import Any, Iterable, Sequence
+
+from ..environment import ABSENT, PACKAGE_LABELS, Environment, install_hint, place
+from .facts import BETA
+from .results import OUTSIDE, Finding
+from .rule_model import Backend, Horizon, Rule
+from .states import Effect, Surface
+
+
+class _Formatter(dict):  # type: ignore[type-arg]
+    """Fills a placeholder no fact names with "?"."""
+
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+@functools.lru_cache(maxsize=1024)
+def placeholders(message: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"{([^{}]*)}", message))
+
+
+def message_of(rule: Rule, facts: dict[str, Any]) -> str:
+    """The rule's message with facts filled in; its title when a fact it names is unknown."""
+    names = placeholders(rule.message)
+    if any(facts.get(n) is None for n in names):
+        return rule.title
+    return rule.message.format_map(_Formatter({n: str(facts[n]) for n in names}))
+
+
+def make_finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condition: str = "",
+                 missing: tuple[str, ...] = (), message: str | None = None) -> Finding:
+    """The finding a rule makes on these facts (`applies` None: it may apply; `condition`: what it still asks)."""
+    return Finding(id=rule.id, effect=rule.effect, surfaces=rule.surfaces, title=rule.title,
+                   message=message_of(rule, facts) if message is None else message, symptom=rule.symptom,
+                   fixes=rule.fixes, references=rule.references, applies=applies, condition=condition, missing=missing,
+                   evidence=rule.evidence, data=rule.data, workaround=rule.workaround, fixed_in=rule.fixed_in,
+                   advisory=rule.advisory)
+
+
+BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
+
+
+def _beta_outside(horizon: Horizon, facts: dict[str, Any]) -> str:
+    """'older' or 'newer' for a flash-attn 4 beta outside the horizon's betas: versions read every beta as 4.0.0."""
+    beta = facts.get("flash_attn_4_beta")
+    oldest, newest = re.match(BETA, horizon.oldest), re.match(BETA, horizon.newest)
+    if horizon.package != "flash_attn_4" or beta is None or not oldest or not newest:
+        return ""
+    return "older" if beta < int(oldest.group(1)) else "newer" if beta > int(newest.group(1)) else ""
+
+
+def builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
+                     horizons: Sequence[Horizon] = ()) -> Iterable[Finding]:
+    """Facts about the machine itself: a backend's package missing or broken, a version the rules do not model, or no
+    GPU at all."""
+    for horizon in horizons:
+        version = facts.get(horizon.package)
+        if backend.id not in horizon.backends or version is None or version == ABSENT:
+            continue
+        side = horizon.outside(version) or _beta_outside(horizon, facts)
+        if side:
+            label = PACKAGE_LABELS.get(horizon.package, horizon.package)
+            if horizon.package == "flash_attn_4" and "flash_attn_4_beta" in facts:
+                version = f"4.0.0b{facts['flash_attn_4_beta']}"
+            span = f"{horizon.oldest} to {horizon.newest}"
+            yield _builtin(OUTSIDE, Effect.INFO, Surface.DISPATCH,
+                           f"{label} {version} lies outside the releases the rules model",
+                           f"{label} {version} is {side} than every release the rules about {backend.id} were read "
+                           f"at ({span}): attndoctor claims nothing for it", "", horizon.references)
+    for package in backend.requires:
+        if facts.get(package) == ABSENT:
+            label = PACKAGE_LABELS.get(package, package)
+            yield _builtin("AD-NOT-INSTALLED", Effect.UNSUPPORTED, Surface.DISPATCH, f"{label} is not installed",
+                           f"{label} is not installed {place(env.source)} ({install_hint(package)})",
+                           f"ModuleNotFoundError ({label})")
+        elif package in env.import_errors:
+            label = PACKAGE_LABELS.get(package, package)
+            yield _builtin("AD-IMPORT-FAILS", Effect.UNSUPPORTED, Surface.RUNTIME,
+                           f"{label} is installed but does not import",
+                           f"{label} fails to import: {env.import_errors[package]}", env.import_errors[package])
+    if env.no_gpu and not backend.cpu:
+        where = place(env.source)
+        yield _builtin("AD-NO-GPU", Effect.UNSUPPORTED, Surface.DISPATCH, f"no CUDA GPU {where}",
+                       f"no NVIDIA GPU {where} (NVML found none)", "RuntimeError: No CUDA GPUs are available")
+
+
+def _builtin(ident: str, effect: Effect, surfaces: Surface, title: str, message: str, symptom: str,
+             references: Sequence[str] = BUILTIN_REFERENCE) -> Finding:
+    """A finding of attndoctor's own that applies outright and has no fix."""
+    return Finding(id=ident, effect=effect, surfaces=surfaces, title=title, message=message, symptom=symptom,
+                   fixes=(), references=tuple(references), applies=True)
