@@ -15,7 +15,7 @@ from attndoctor.engine.selection import walk
 from attndoctor.engine.states import (BLOCKING_EFFECTS, FIXED, RUNS, STATUS_OF_EFFECT, Effect, Evidence, Outcome,
                                       Status, Surface)
 from attndoctor.report import github, text, verify_text
-from attndoctor.verification import OBSERVED, agreement
+from attndoctor.runs.verification import OBSERVED, agreement
 from attndoctor.words import verdict_words
 
 ENUMS = (Status, Effect, Surface, Evidence, Outcome)
