@@ -190,17 +190,29 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     extra = set().union(*(tokens(" ".join(str(f.get(k, "")) for k in ("title", "message", "symptom")))
                           for f in install_findings)) if install_findings else set()
     windows = similarity.windows(reading.lines, extra)
+    found: dict[str, tuple[Any, Any]] = {}
+    for verdict in result.all_verdicts:
+        for finding in verdict.findings:
+            if finding.applies is not False:
+                found.setdefault(finding.id, (finding, verdict))
+    out = _rule_candidates(reading, rules, found, similarity, windows)
+    best_rule = max((c.score for c in out if c.applies is True), default=0.0)
+    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule))
+    out.extend(_install_candidates(install_findings, reading, windows))
+    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+    return out
+
+
+def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tuple[Any, Any]],
+                     similarity: Similarity, windows: Sequence[set[str]]) -> list[Candidate]:
+    """The rules and advisories the text points at: by a message they explain, their symptom's words, or a bare
+    failure of their backend that their refusal explains; scored with what the facts say of them."""
     linked: dict[str, list[int]] = {}
     specifics: dict[str, set[str]] = {}
     for hit in reading.hits:
         for rule_id in hit.entry.rules:
             linked.setdefault(rule_id, []).append(hit.line)
             specifics.setdefault(rule_id, set()).update(v for v in hit.groups.values() if len(v) > 2)
-    found: dict[str, tuple[Any, Any]] = {}
-    for verdict in result.all_verdicts:
-        for finding in verdict.findings:
-            if finding.applies is not False:
-                found.setdefault(finding.id, (finding, verdict))
     named = set(reading.backends)
     bare = _bare_failures(reading, {r.id: r for r in rules})
     out: list[Candidate] = []
@@ -213,48 +225,60 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             pair and pair[0].applies is True and pair[0].blocking and not rule.advisory) else []
         if rule.id not in linked and sim < CONSIDER_AT and not blocking_here and not refused:
             continue
-        score, reasons = 0.0, []
-        if rule.id in linked:
-            score += LINK
-            lines = sorted(set(linked[rule.id]))
-            reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} comes from it")
-        elif refused:
-            score += LINK - 0.2 * min(rank for _, rank in refused)
-            reasons.append(f"line {refused[0][0]} is a failure of {', '.join(rule.backends)} that names no reason, and "
-                           "this refusal holds for the facts")
-        named_too = sorted(v for v in specifics.get(rule.id, ()) if v in rule.symptom)
-        if named_too:
-            score += SPECIFIC
-            reasons.append(f"its symptom names {', '.join(named_too)} too")
-        if sim >= 0.05:
-            inferred = getattr(rule, "evidence", "") == "inferred"
-            score += SIMILARITY * sim * (INFERRED_SYMPTOM if inferred else 1.0)
-            reasons.append(f"its symptom matches the text ({sim:.0%} of its words"
-                           + (", a symptom inferred, not observed)" if inferred else ")"))
-        applies: bool | None
-        missing: tuple[str, ...] = ()
-        if pair is None:
-            applies = False
-            score += RULED_OUT
-            reasons.append("the facts rule it out")
-        elif pair[0].applies is True:
-            applies = True
-            score += HOLDS
-            reasons.append("the facts meet its condition" + (" (the data decide it)" if pair[0].data else ""))
-        else:
-            applies, missing = None, tuple(pair[0].missing)
-            score += OPEN
-            reasons.append(f"it depends on {', '.join(missing) or 'facts not given'}")
-        if named and not named & set(rule.backends):
-            score += OTHER_BACKEND
-            reasons.append(f"it is about {', '.join(rule.backends)}, the text about {', '.join(sorted(named))}")
-        out.append(Candidate(
-            id=rule.id, kind="advisory" if rule.advisory else "rule", score=round(score, 2), reasons=tuple(reasons),
-            title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
-            backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
-            lines=tuple(sorted(set(linked.get(rule.id, ())))), topics=rule_topics(rule)))
-    best_rule = max((c.score for c in out if c.applies is True), default=0.0)
-    by_id = {r.id: r for r in rules}
+        out.append(_rule_candidate(rule, sim, pair, sorted(set(linked.get(rule.id, ()))), refused,
+                                   specifics.get(rule.id, set()), named))
+    return out
+
+
+def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: Sequence[int],
+                    refused: Sequence[tuple[int, int]], specifics: set[str], named: set[str]) -> Candidate:
+    """One rule as a candidate: its score and the reasons for it."""
+    score, reasons = 0.0, []
+    if lines:
+        score += LINK
+        reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} comes from it")
+    elif refused:
+        score += LINK - 0.2 * min(rank for _, rank in refused)
+        reasons.append(f"line {refused[0][0]} is a failure of {', '.join(rule.backends)} that names no reason, and "
+                       "this refusal holds for the facts")
+    named_too = sorted(v for v in specifics if v in rule.symptom)
+    if named_too:
+        score += SPECIFIC
+        reasons.append(f"its symptom names {', '.join(named_too)} too")
+    if sim >= 0.05:
+        inferred = getattr(rule, "evidence", "") == "inferred"
+        score += SIMILARITY * sim * (INFERRED_SYMPTOM if inferred else 1.0)
+        reasons.append(f"its symptom matches the text ({sim:.0%} of its words"
+                       + (", a symptom inferred, not observed)" if inferred else ")"))
+    applies: bool | None
+    missing: tuple[str, ...] = ()
+    if pair is None:
+        applies = False
+        score += RULED_OUT
+        reasons.append("the facts rule it out")
+    elif pair[0].applies is True:
+        applies = True
+        score += HOLDS
+        reasons.append("the facts meet its condition" + (" (the data decide it)" if pair[0].data else ""))
+    else:
+        applies, missing = None, tuple(pair[0].missing)
+        score += OPEN
+        reasons.append(f"it depends on {', '.join(missing) or 'facts not given'}")
+    if named and not named & set(rule.backends):
+        score += OTHER_BACKEND
+        reasons.append(f"it is about {', '.join(rule.backends)}, the text about {', '.join(sorted(named))}")
+    return Candidate(
+        id=rule.id, kind="advisory" if rule.advisory else "rule", score=round(score, 2), reasons=tuple(reasons),
+        title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
+        backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
+        lines=tuple(lines), topics=rule_topics(rule))
+
+
+def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],
+                        best_rule: float) -> list[Candidate]:
+    """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
+    out: list[Candidate] = []
+    named = set(reading.backends)
     curated = {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact"}
     errors = [h.line for h in reading.hits if h.entry.kind == "error"]
     last_error = max(errors, default=0)
@@ -288,8 +312,6 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             cause=entry.meaning, fixes=fixes, backends=backends, applies=True,
             references=entry.source,
             lines=(hit.line,), topics=topics))
-    out.extend(_install_candidates(install_findings, reading, windows))
-    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
 
 

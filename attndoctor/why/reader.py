@@ -118,8 +118,28 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     """Find every catalogue message in the text and collect the facts they give (higher priority, then first, wins)."""
     if not text.strip():
         raise UsageError("the text is empty; give the error message, a log (--log FILE) or pipe one in")
-    entries = tuple(catalogue)
     lines = tuple(line[:MAX_LINE] for line in text.splitlines())
+    hits = _find_hits(lines, tuple(catalogue))
+    found = _Collected()
+    for hit in hits:
+        found.take(hit)
+    from .facts import merge_facts
+
+    facts = found.facts
+    found.ignored.extend(merge_facts(facts, lines, Fact, _value, ENV_TARGETS))
+    if "seqlen" in facts:
+        seqlen = facts.pop("seqlen")
+        for field in ("seqlen_q", "seqlen_kv"):
+            if field not in facts or facts[field].priority < seqlen.priority:
+                facts[field] = seqlen._replace(field=field)
+    return Reading(hits=tuple(hits), facts=facts, backends=tuple(found.backends), framed=tuple(found.framed),
+                   env_vars=found.env_vars, te_selected=found.te_selected, te_available=found.te_available,
+                   te_disabled={k: tuple(v) for k, v in found.te_disabled.items()}, ignored=tuple(found.ignored),
+                   lines=lines)
+
+
+def _find_hits(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> list[Hit]:
+    """Every place a catalogue message occurs: on its line, or wrapped over the lines around it."""
     hits: list[Hit] = []
     for number, entry in _candidate_lines(lines, entries):
         found = False
@@ -131,86 +151,87 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
             hit = _wrapped_hit(lines, number, entry)
             if hit is not None and not any(h.entry is entry and abs(h.line - number) <= 2 for h in hits):
                 hits.append(hit)
-    facts: dict[str, Fact] = {}
-    ignored: list[str] = []
-    backends: list[str] = []
-    framed: list[str] = []
-    env_vars: dict[str, str] = {}
-    te_selected: str | None = None
-    te_available: dict[str, bool] = {}
-    te_disabled: dict[str, list[str]] = {}
+    return hits
 
-    def give(field: str, raw: Any, hit: Hit, priority: int | None = None) -> None:
+
+class _Collected:
+    """What the hits say, gathered hit by hit: facts, the backends named and framed, TransformerEngine's story."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, Fact] = {}
+        self.ignored: list[str] = []
+        self.backends: list[str] = []
+        self.framed: list[str] = []
+        self.env_vars: dict[str, str] = {}
+        self.te_selected: str | None = None
+        self.te_available: dict[str, bool] = {}
+        self.te_disabled: dict[str, list[str]] = {}
+
+    def give(self, field: str, raw: Any, hit: Hit, priority: int | None = None) -> None:
         value = _value(field, raw)
         if value is None:
-            ignored.append(f"line {hit.line}: {field} {raw!r} (not understood)")
+            self.ignored.append(f"line {hit.line}: {field} {raw!r} (not understood)")
             return
         rank = hit.entry.priority if priority is None else priority
-        old = facts.get(field)
+        old = self.facts.get(field)
         if old is None or rank > old.priority:
-            facts[field] = Fact(field, value, hit.line, hit.entry.id, rank)
+            self.facts[field] = Fact(field, value, hit.line, hit.entry.id, rank)
 
-    for hit in hits:
+    def name(self, backends: Iterable[str], *, framed: bool = True) -> None:
+        self.backends.extend(b for b in backends if b not in self.backends)
+        if framed:
+            self.framed.extend(b for b in backends if b not in self.framed)
+
+    def take(self, hit: Hit) -> None:
         entry = hit.entry
-        for backend in entry.backends:
-            if entry.kind != "fact" and backend not in backends and len(entry.backends) == 1:
-                backends.append(backend)
+        if entry.kind != "fact" and len(entry.backends) == 1:
+            self.name(entry.backends, framed=False)
         for group, value in hit.groups.items():
-            named = IMPLEMENTATIONS.get(value.strip("`'\" ").lower(), ()) or (
-                PACKAGE_BACKENDS.get(value.lower().replace("_", "-"), ()) if group in PACKAGE_GROUPS else ())
-            backends.extend(b for b in named if b not in backends)
-            framed.extend(b for b in named if b not in framed)
+            self.name(IMPLEMENTATIONS.get(value.strip("`'\" ").lower(), ()) or (
+                PACKAGE_BACKENDS.get(value.lower().replace("_", "-"), ()) if group in PACKAGE_GROUPS else ()))
         for group, target in entry.facts.items():
             raw = hit.groups.get(group)
-            if raw is None:
-                continue
-            if target == "backend":
-                backend = TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower()) or NODE_BACKENDS.get(raw)
-                if backend and backend not in backends:
-                    backends.append(backend)
-                if backend and backend not in framed:
-                    framed.append(backend)
-            elif target == "selected":
-                te_selected = TE_BACKENDS.get(raw)
-            elif target == "env_var":
-                name, _, value = raw.partition("=")
-                env_vars[name] = value
-            else:
-                give(target, raw, hit)
+            if raw is not None:
+                self._fact(target, raw, hit)
         for target, value in entry.sets.items():
             if target == "backend":
-                backends.extend(b for b in set_backends(entry) if b not in backends)
-                framed.extend(b for b in set_backends(entry) if b not in framed)
+                self.name(set_backends(entry))
             else:
-                give(target, value, hit)
+                self.give(target, value, hit)
+        self._te(hit)
+
+    def _fact(self, target: str, raw: str, hit: Hit) -> None:
+        if target == "backend":
+            backend = TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower()) or NODE_BACKENDS.get(raw)
+            if backend:
+                self.name((backend,))
+        elif target == "selected":
+            self.te_selected = TE_BACKENDS.get(raw)
+        elif target == "env_var":
+            name, _, value = raw.partition("=")
+            self.env_vars[name] = value
+        else:
+            self.give(target, raw, hit)
+
+    def _te(self, hit: Hit) -> None:
+        """TransformerEngine's debug lines: the config it printed, the backends it had, the ones it turned off."""
+        entry = hit.entry
         if entry.parse == "te-config":
             for key, value in _python_dict_items(hit.text):
                 target = TE_CONFIG_KEYS.get(key)
                 if target == "fp8":
                     if value is True:
-                        give("dtype", "fp8", hit)
+                        self.give("dtype", "fp8", hit)
                 elif target is not None and value is not None:
-                    give(target, value, hit)
+                    self.give(target, value, hit)
         elif entry.parse == "te-backends":
             for name, value in re.findall(r"(\w+)=(True|False)", hit.groups.get("available", "")):
                 if name in TE_BACKENDS:
-                    te_available[TE_BACKENDS[name]] = value == "True"
+                    self.te_available[TE_BACKENDS[name]] = value == "True"
         if entry.id == "TE-DEBUG-DISABLING":
-            name = hit.groups.get("te_backend", "").split()[0]
-            backend = TE_BACKENDS.get(name)
+            backend = TE_BACKENDS.get(hit.groups.get("te_backend", "").split()[0])
             if backend:
-                te_disabled.setdefault(backend, []).append(hit.text)
-    from .facts import merge_facts
-
-    ignored.extend(merge_facts(facts, lines, Fact, _value, ENV_TARGETS))
-    if "seqlen" in facts:
-        seqlen = facts.pop("seqlen")
-        for field in ("seqlen_q", "seqlen_kv"):
-            if field not in facts or facts[field].priority < seqlen.priority:
-                facts[field] = seqlen._replace(field=field)
-    return Reading(hits=tuple(hits), facts=facts, backends=tuple(backends), framed=tuple(framed), env_vars=env_vars,
-                   te_selected=te_selected, te_available=te_available,
-                   te_disabled={k: tuple(v) for k, v in te_disabled.items()}, ignored=tuple(ignored), lines=lines)
+                self.te_disabled.setdefault(backend, []).append(hit.text)
 
 
 def _wrapped_hit(lines: tuple[str, ...], number: int, entry: CatalogueEntry) -> Hit | None:
