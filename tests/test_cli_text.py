@@ -48,7 +48,8 @@ def test_every_help_text_is_shown_whole(cli, monkeypatch: pytest.MonkeyPatch, pa
         assert expected in shown, expected
 
 
-@pytest.mark.parametrize("args", [[], ["--gpu", "H100", "--torch", "2.11"], ["--format", "json"]])
+@pytest.mark.parametrize("args", [[], ["--gpu", "H100", "--torch", "2.11"], ["--format", "json"], ["--train"],
+                                  ["--infer", "--gpu", "H100"]])
 def test_explain_without_a_config_hints_and_exits_2(cli, tmp_path, monkeypatch: pytest.MonkeyPatch, args) -> None:
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("explain", *args)
@@ -56,6 +57,12 @@ def test_explain_without_a_config_hints_and_exits_2(cli, tmp_path, monkeypatch: 
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("attndoctor: error: no config to explain")
     assert all(flag in lines[0] for flag in ("--hdim", "--model", "--config-file"))
+
+
+def test_training_on_one_backend_is_a_question(cli, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("explain", "--train", "--backend", "flash-attn-3")
+    assert code == 0 and "flash-attn-3" in out  # every verdict depends on the GPU: nothing fails the gate
 
 
 def test_explain_with_only_settings_models_needs_no_hint(cli, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,8 @@ def explain(*, config: dict[str, Any], env: dict[str, Any], output: dict[str, An
     """Explain which backends run a config on a machine you describe (GPU, versions); no GPU or torch needed."""
     from ..services import diagnose_stream, parse_env_assignments, whatif_environment
 
-    described = any(v not in (None, False, []) for k, v in config.items() if k != "train")
+    described = any(v not in (None, False, []) for k, v in config.items() if k != "train") or (
+        config.get("train") is not None and bool(output.get("backend")))  # training on one backend is a question
     configs, project = plan(config, gate, default_bundled=False, stream=True)
     env_vars = parse_env_assignments(env.pop("set_env") or [])
     facts = {**{k.replace("-", "_"): v for k, v in project.environment.items()},
