@@ -270,7 +270,7 @@ def render_matrix(console: Console, report: Report) -> None:
 
 
 ASSUMED = ("capped at", "the dtype the checkpoint is stored in")
-"""Words of a field's origin (attndoctor/models.py) that mark a value a model config did not state as the run uses
+"""Words of a field's origin (sources/model_*.py) that mark a value a model config did not state as the run uses
 it: the sequence length cap and a checkpoint's fp32 storage dtype. The text report names them, as the JSON does."""
 
 
