@@ -53,8 +53,7 @@ def test_shared_verdicts_equal_fresh_ones(mixed, facts):
     base = load_rulebase(None)
     shared, fresh = Evaluator(base, batch=True), Evaluator(base, batch=True)
     for config in load_config_file(mixed):
-        fresh._shared.clear()
-        fresh._selections.clear()
+        fresh.caches.forget_machine()
         assert shared.evaluate(config, env).to_dict() == fresh.evaluate(config, env).to_dict(), config.label()
 
 
