@@ -298,8 +298,15 @@ class Supervisor:
     def _answer(self, backend: str, rid: int, index: int, limit: float, started: float) -> dict[str, Any]:
         """Item `index` of batch `rid` as a result dict, the worker dropped when it must not serve again."""
         assert self.worker is not None
+        worker = self.worker
+        return self._settle(backend, lambda: worker.wait_reply(rid, time.monotonic() + limit, index), limit, started)
+
+    def _settle(self, backend: str, wait: Callable[[], dict[str, Any] | None], limit: float,
+                started: float) -> dict[str, Any]:
+        """The result of a request whose reply `wait` brings: a timeout, a dead worker or a worker error is a crash
+        of this backend's probe, and the worker is dropped so it never serves again."""
         try:
-            reply = self.worker.wait_reply(rid, time.monotonic() + limit, index)
+            reply = wait()
         except TimeoutError:
             self._drop()
             result = _crashed(backend, f"timed out after {limit:g} s (the worker was killed and restarted)", started)
@@ -342,22 +349,7 @@ class Supervisor:
         except WorkerError as exc:
             return _crashed(backend, f"worker start failed: {exc}", started)
         started = time.perf_counter()  # the round trip counts the request, not the worker's start
-        try:
-            reply = self._call(message, limit)
-        except TimeoutError:
-            self._drop()
-            result = _crashed(backend, f"timed out after {limit:g} s (the worker was killed and restarted)",
-                              started)
-            result["phase"] = "timeout"
-            return result
-        if reply is None:
-            text = self._dead_text()
-            self._drop()
-            return _crashed(backend, text, started)
-        if "result" not in reply:
-            self._drop()
-            return _crashed(backend, f"worker error: {reply.get('error', 'no result')}", started)
-        return self._finish(reply, started)
+        return self._settle(backend, lambda: self._call(message, limit), limit, started)
 
 
 def _crashed(backend: str, error: str, started: float) -> dict[str, Any]:
