@@ -9,16 +9,13 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-OK = "ok"
-REJECTED = "rejected"
-API_MISMATCH = "api-mismatch"
-WRONG_RESULTS = "wrong-results"
-CRASHED = "crashed"
-NOT_INSTALLED = "not-installed"
-OUT_OF_MEMORY = "out-of-memory"
-SKIPPED = "skipped"
+from attndoctor.engine.states import Outcome
 
-OUTCOMES = (OK, REJECTED, API_MISMATCH, WRONG_RESULTS, CRASHED, NOT_INSTALLED, OUT_OF_MEMORY, SKIPPED)
+OK, REJECTED, API_MISMATCH, WRONG_RESULTS = Outcome.OK, Outcome.REJECTED, Outcome.API_MISMATCH, Outcome.WRONG_RESULTS
+CRASHED, NOT_INSTALLED, OUT_OF_MEMORY, SKIPPED = (Outcome.CRASHED, Outcome.NOT_INSTALLED, Outcome.OUT_OF_MEMORY,
+                                                  Outcome.SKIPPED)
+
+OUTCOMES = tuple(Outcome)
 """ok: ran and matched the float64 reference. rejected: the library refused cleanly (or its API has no way to
 express the config: `expressible` false). api-mismatch: the Python call itself broke (a signature or return arity).
 wrong-results: ran, but the error against the reference is over the tolerance, or an output stayed unwritten.
