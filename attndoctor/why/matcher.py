@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics
 
 LINK = 3.0
@@ -269,7 +270,8 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
         reasons.append(f"it is about {', '.join(rule.backends)}, the text about {', '.join(sorted(named))}")
     return Candidate(
         id=rule.id, kind="advisory" if rule.advisory else "rule", score=round(score, 2), reasons=tuple(reasons),
-        title=rule.title, cause=pair[0].message if pair else rule.title, fixes=_fixes(rule, pair),
+        title=rule.title, cause=pair[0].message if pair else rule.title,
+        fixes=with_alternative(_fixes(rule, pair), [b for b in rule.backends if b in named] or rule.backends),
         backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
         lines=tuple(lines), topics=rule_topics(rule))
 
@@ -303,9 +305,10 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         if against and not against & set(backends):
             score += OTHER_BACKEND
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
-        fixes = (entry.fix,) if entry.fix else tuple(dict.fromkeys(
-            f.describe() for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if f.value_node is None)) \
+        fixes = (entry.fix,) if entry.fix else distinct(
+            f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f)) \
             or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends))))
+        fixes = with_alternative(fixes, backends)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=tuple(reasons), title=entry.meaning,
@@ -389,6 +392,21 @@ BACKEND_FIXES = {
 """Fixes that only one backend's users can apply, by kind of problem and backend."""
 
 
+def fixed_value(fix: Any) -> bool:
+    """Whether a rule's fix reads the same whatever the config (a literal, not an expression of the user's facts)."""
+    from ..engine.partial import free_names
+
+    return fix.value_node is None or not free_names(fix.value_node)
+
+
+def distinct(fixes: Iterable[Any]) -> tuple[str, ...]:
+    """Each fix once, however many rules carry it (with or without a note)."""
+    seen: dict[tuple[Any, ...], str] = {}
+    for fix in fixes:
+        seen.setdefault(tuple(fix[:3]), fix.describe())
+    return tuple(seen.values())
+
+
 def own_advice(lines: Sequence[str], number: int) -> tuple[str, ...]:
     """What the message itself tells the user to do, from its line and the next (a message's advice often wraps)."""
     text = " ".join(line.strip() for line in lines[max(0, number - 1):number + 1])
@@ -466,7 +484,7 @@ def _fixes(rule: Any, pair: tuple[Any, Any] | None) -> tuple[str, ...]:
         if finding.workaround:
             out.append(f"workaround: {finding.workaround}")
     else:
-        out.extend(f.describe() for f in rule.fixes if f.value_node is None)
+        out.extend(f.describe() for f in rule.fixes if fixed_value(f))
         if rule.fixed_in:
             out.append("fixed in " + ", ".join(f"{k} {v}" for k, v in rule.fixed_in.items()))
         if rule.workaround:

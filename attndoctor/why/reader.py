@@ -62,6 +62,10 @@ class Hit(NamedTuple):
     groups: Mapping[str, str]
     wrapped: bool = False
     """Found only across lines a terminal or a web page wrapped (the message does not fit on its line)."""
+    span: tuple[int, int] = (0, 0)
+    """Where the match is on its line."""
+    literal: tuple[tuple[int, int], ...] = ()
+    """The stretches of its line that are the message's own words, not the values it printed into them."""
 
 
 class Fact(NamedTuple):
@@ -122,7 +126,8 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     hits = _find_hits(lines, tuple(catalogue))
     found = _Collected()
     for hit in hits:
-        found.take(hit)
+        if not _quoted(hit, hits):
+            found.take(hit)
     from .facts import merge_facts
 
     facts = found.facts
@@ -145,13 +150,37 @@ def _find_hits(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> l
         found = False
         for match in entry.pattern.finditer(lines[number - 1]):
             groups = {k: v for k, v in match.groupdict().items() if v is not None}
-            hits.append(Hit(entry, number, match.group(0).strip(), groups))
+            hits.append(Hit(entry, number, match.group(0).strip(), groups, span=match.span(),
+                            literal=_own_words(match)))
             found = True
         if not found and entry.literals and entry.kind != "fact":
             hit = _wrapped_hit(lines, number, entry)
             if hit is not None and not any(h.entry is entry and abs(h.line - number) <= 2 for h in hits):
                 hits.append(hit)
     return hits
+
+
+def _own_words(match: re.Match[str]) -> tuple[tuple[int, int], ...]:
+    """The parts of a match outside its named groups."""
+    cuts = sorted(match.span(name) for name, value in match.groupdict().items() if value is not None)
+    out, at = [], match.start()
+    for start, end in cuts:
+        if start > at:
+            out.append((at, start))
+        at = max(at, end)
+    if match.end() > at:
+        out.append((at, match.end()))
+    return tuple(out)
+
+
+def _quoted(hit: Hit, hits: list[Hit]) -> bool:
+    """Whether a loose value fact ('fp16' anywhere) is only a word of a library message on its line ("FlashAttention
+    only supports fp16 and bf16"): the message lists what it accepts, not what the user ran."""
+    if hit.entry.kind != "fact" or hit.wrapped or not hit.groups:
+        return False
+    start, end = hit.span
+    return any(other.entry.kind != "fact" and other.line == hit.line and
+               any(a <= start and end <= b for a, b in other.literal) for other in hits)
 
 
 class _Collected:

@@ -56,7 +56,10 @@ def ask(case: dict) -> dict:
 
 
 def norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text.lower())
+    """Lower case, one space, no quotes and no spaces around '=': `attn_implementation="eager"` is the thread's
+    attn_implementation=eager."""
+    text = re.sub(r"[\"'`]", "", text.lower())
+    return re.sub(r"\s*=\s*", "=", re.sub(r"\s+", " ", text))
 
 
 def fix_right(case_fix: dict | None, fixes: list[str]) -> bool | None:
@@ -64,7 +67,7 @@ def fix_right(case_fix: dict | None, fixes: list[str]) -> bool | None:
     action of the same kind. None when the thread names no fix."""
     if not case_fix:
         return None
-    target = str(case_fix.get("target", "")).lower()
+    target = norm(str(case_fix.get("target", "")))
     names = TARGETS.get(target.replace("-", "_").replace(" ", "_"),
                         (target, target.replace("_", "-"), target.replace("-", "_")))
     words = ACTIONS.get(case_fix.get("action", ""), ())

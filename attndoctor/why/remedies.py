@@ -1,0 +1,38 @@
+"""The way users keep a failing backend out of the call (attndoctor/data/remedies.toml), offered beside a fix."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..errors import RuleError
+
+REMEDIES_FILE = Path(__file__).resolve().parent.parent / "data" / "remedies.toml"
+
+
+@lru_cache(maxsize=1)
+def load_remedies() -> Mapping[str, str]:
+    """backend id -> the alternative's text; a malformed file raises RuleError naming it."""
+    from .._toml import loads_toml
+
+    try:
+        doc = loads_toml(REMEDIES_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RuleError(f"cannot be read ({exc})", file=REMEDIES_FILE.name) from None
+    out: dict[str, str] = {}
+    for number, table in enumerate(doc.get("remedy", []), 1):
+        backend, text, source = table.get("backend"), table.get("text"), table.get("source")
+        if not (isinstance(backend, str) and isinstance(text, str) and text and isinstance(source, list) and source):
+            raise RuleError(f"remedy {number} needs a backend, a text and a source", file=REMEDIES_FILE.name)
+        if backend in out:
+            raise RuleError(f"remedy {number}: a second entry for {backend}", file=REMEDIES_FILE.name)
+        out[backend] = text
+    return out
+
+
+def with_alternative(fixes: Sequence[str], backends: Sequence[str]) -> tuple[str, ...]:
+    """The fixes, then how to keep the first of `backends` that has a remedy out of the call."""
+    remedies = load_remedies()
+    extra = next((remedies[b] for b in backends if b in remedies), None)
+    return tuple(dict.fromkeys((*fixes, extra))) if extra else tuple(fixes)

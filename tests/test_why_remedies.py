@@ -1,0 +1,70 @@
+"""`why`'s fixes: the values a message lists are not the user's facts, literal rule fixes are offered, and the way to
+keep a failing backend out of the call comes beside the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from attndoctor.engine.rules import load_rulebase
+from attndoctor.environment import Environment
+from attndoctor.why.remedies import REMEDIES_FILE, load_remedies, with_alternative
+from attndoctor.why.service import explain_text
+
+
+def answer(text: str, config=None, **flags):
+    return explain_text(text, base_env=Environment(source="what-if"), env_flags=flags, config_flags=config)
+
+
+def test_the_dtypes_a_message_accepts_are_not_the_users_dtype() -> None:
+    got = answer("RuntimeError: FlashAttention only support fp16 and bf16 data type")
+    assert "dtype" not in got.reading.facts
+
+
+def test_a_dtype_the_text_gives_beside_the_message_is_kept() -> None:
+    got = answer("RuntimeError: FlashAttention only support fp16 and bf16 data type\nq.dtype = torch.float16")
+    assert got.reading.facts["dtype"].value == "fp16"
+
+
+def test_a_rule_fix_with_a_literal_value_is_offered_once() -> None:
+    got = answer("RuntimeError: FlashAttention only support fp16 and bf16 data type", config={"dtype": "fp32"},
+                 gpu="A100", flash_attn="2.6.3")
+    fixes = got.cause.fixes
+    assert sum(f.startswith("set dtype = 'bf16'") for f in fixes) == 1, fixes
+
+
+def test_an_undefined_symbol_offers_the_pin_and_keeping_flash_attn_out() -> None:
+    got = answer("ImportError: /usr/lib/python3/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+                 "undefined symbol: _ZN3c104cuda9SetDeviceEi")
+    assert got.cause.id == "FA-UNDEFINED-SYMBOL"
+    text = " ".join(got.cause.fixes)
+    assert "pin (downgrade to) the flash-attn release" in text
+    assert 'attn_implementation="sdpa"' in text
+
+
+def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
+    backends = {b.id for b in load_rulebase().backends}
+    assert set(load_remedies()) <= backends
+    assert {"flash-attn-2", "sdpa-cudnn", "te-fused", "flex-attention"} <= set(load_remedies())
+
+
+def test_the_alternative_is_the_first_backend_with_a_remedy_and_comes_once() -> None:
+    assert with_alternative(("a",), ("nope", "te-fused"))[-1].endswith("NVTE_FUSED_ATTN=0")
+    assert with_alternative(("a",), ("nope",)) == ("a",)
+    once = with_alternative(("a",), ("te-fused",))
+    assert with_alternative(once, ("te-fused",)) == once
+
+
+def test_a_broken_remedies_file_is_a_rule_error(tmp_path, monkeypatch) -> None:
+    from attndoctor.errors import RuleError
+    from attndoctor.why import remedies
+
+    bad = tmp_path / "remedies.toml"
+    bad.write_text('[[remedy]]\nbackend = "sdpa-flash"\ntext = "x"\n')
+    monkeypatch.setattr(remedies, "REMEDIES_FILE", bad)
+    load_remedies.cache_clear()
+    try:
+        with pytest.raises(RuleError, match="needs a backend, a text and a source"):
+            load_remedies()
+    finally:
+        load_remedies.cache_clear()
+    assert REMEDIES_FILE.is_file()
