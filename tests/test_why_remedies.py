@@ -43,7 +43,7 @@ def test_an_undefined_symbol_offers_the_pin_and_keeping_flash_attn_out() -> None
 
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
-    assert set(load_remedies()) <= backends
+    assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang"}
     assert {"flash-attn-2", "sdpa-cudnn", "te-fused", "flex-attention"} <= set(load_remedies())
 
 
@@ -63,8 +63,13 @@ def test_a_broken_remedies_file_is_a_rule_error(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(remedies, "REMEDIES_FILE", bad)
     load_remedies.cache_clear()
     try:
-        with pytest.raises(RuleError, match="needs a backend, a text and a source"):
+        with pytest.raises(RuleError, match="needs a backend or library, a text and a source"):
             load_remedies()
     finally:
         load_remedies.cache_clear()
     assert REMEDIES_FILE.is_file()
+
+
+def test_a_framework_message_offers_the_frameworks_own_switch() -> None:
+    assert "attn_implementation" in with_alternative(("a",), ("sdpa-flash",), "transformers")[-1]
+    assert "VLLM_ATTENTION_BACKEND" in with_alternative(("a",), ("flash-attn-2",), "vllm")[-1]

@@ -307,8 +307,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
         fixes = (entry.fix,) if entry.fix else distinct(
             f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f)) \
-            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends))))
-        fixes = with_alternative(fixes, backends)
+            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, hit.text))))
+        fixes = with_alternative(fixes, backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=tuple(reasons), title=entry.meaning,
@@ -400,11 +400,22 @@ def fixed_value(fix: Any) -> bool:
 
 
 def distinct(fixes: Iterable[Any]) -> tuple[str, ...]:
-    """Each fix once, however many rules carry it (with or without a note)."""
-    seen: dict[tuple[Any, ...], str] = {}
+    """Each fix once, however many rules carry it (with or without a note); of several upgrades of one package, the
+    highest (it meets every rule that asked for less)."""
+    from packaging.version import InvalidVersion, Version
+
+    def rank(fix: Any) -> Any:
+        try:
+            return Version(str(fix.to))
+        except InvalidVersion:
+            return None
+
+    seen: dict[tuple[Any, ...], Any] = {}
     for fix in fixes:
-        seen.setdefault(tuple(fix[:3]), fix.describe())
-    return tuple(seen.values())
+        key = ("upgrade", fix.target) if fix.kind == "upgrade" and rank(fix) is not None else tuple(fix[:3])
+        if key not in seen or key[0] == "upgrade" and len(key) == 2 and rank(fix) > rank(seen[key]):
+            seen[key] = fix
+    return tuple(dict.fromkeys(f.describe() for f in seen.values()))
 
 
 def own_advice(lines: Sequence[str], number: int) -> tuple[str, ...]:
@@ -413,11 +424,23 @@ def own_advice(lines: Sequence[str], number: int) -> tuple[str, ...]:
     return tuple(f"as the message says: {m.group(1).strip()}" for m in ADVICE.finditer(text))[:2]
 
 
-def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = ()) -> str:
+VERSIONED = re.compile(r"\b(CUDA|nvcc|PyTorch|torch|cuDNN|flash[-_ ]?attn(?:ention)?|transformers|triton|xformers|vLLM|"
+                       r"TransformerEngine|Transformer Engine|driver)\b[^.;:\d]{0,24}?(?:>=|>|==|<=|<|\bv)?\s*(\d+\.\d+(?:\.\d+)*)",
+                       re.I)
+"""A package named with a version in a message ("only supported on CUDA 11.6 and above", "requires torch>=2.1")."""
+VERSIONED_LABELS = {"cuda": "the CUDA toolkit (nvcc -V shows its version)", "nvcc": "the CUDA toolkit (nvcc -V shows its version)",
+                    "driver": "the NVIDIA driver"}
+
+
+def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "") -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 
     library = LABELS.get(entry.library, entry.library)
+    named = VERSIONED.search(text) if "version-mismatch" in topics else None
+    if named:
+        package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
+        return f"install {package} at the version the message asks for ({named.group(0).strip()})"
     for topic in topics:
         for backend in backends:
             if (topic, backend) in BACKEND_FIXES:

@@ -13,7 +13,7 @@ REMEDIES_FILE = Path(__file__).resolve().parent.parent / "data" / "remedies.toml
 
 @lru_cache(maxsize=1)
 def load_remedies() -> Mapping[str, str]:
-    """backend id -> the alternative's text; a malformed file raises RuleError naming it."""
+    """backend id or library -> the alternative's text; a malformed file raises RuleError naming it."""
     from .._toml import loads_toml
 
     try:
@@ -22,17 +22,19 @@ def load_remedies() -> Mapping[str, str]:
         raise RuleError(f"cannot be read ({exc})", file=REMEDIES_FILE.name) from None
     out: dict[str, str] = {}
     for number, table in enumerate(doc.get("remedy", []), 1):
-        backend, text, source = table.get("backend"), table.get("text"), table.get("source")
+        backend, text, source = table.get("backend") or table.get("library"), table.get("text"), table.get("source")
         if not (isinstance(backend, str) and isinstance(text, str) and text and isinstance(source, list) and source):
-            raise RuleError(f"remedy {number} needs a backend, a text and a source", file=REMEDIES_FILE.name)
+            raise RuleError(f"remedy {number} needs a backend or library, a text and a source",
+                            file=REMEDIES_FILE.name)
         if backend in out:
             raise RuleError(f"remedy {number}: a second entry for {backend}", file=REMEDIES_FILE.name)
         out[backend] = text
     return out
 
 
-def with_alternative(fixes: Sequence[str], backends: Sequence[str]) -> tuple[str, ...]:
-    """The fixes, then how to keep the first of `backends` that has a remedy out of the call."""
+def with_alternative(fixes: Sequence[str], backends: Sequence[str], library: str = "") -> tuple[str, ...]:
+    """The fixes, then the framework's own switch when the message is a framework's, else how to keep the first of
+    `backends` that has a remedy out of the call."""
     remedies = load_remedies()
-    extra = next((remedies[b] for b in backends if b in remedies), None)
+    extra = remedies.get(library) or next((remedies[b] for b in backends if b in remedies), None)
     return tuple(dict.fromkeys((*fixes, extra))) if extra else tuple(fixes)
