@@ -73,3 +73,43 @@ def test_a_broken_remedies_file_is_a_rule_error(tmp_path, monkeypatch) -> None:
 def test_a_framework_message_offers_the_frameworks_own_switch() -> None:
     assert "attn_implementation" in with_alternative(("a",), ("sdpa-flash",), "transformers")[-1]
     assert "VLLM_ATTENTION_BACKEND" in with_alternative(("a",), ("flash-attn-2",), "vllm")[-1]
+
+
+@pytest.mark.parametrize("text, cause, package", [
+    ("ImportError: cannot import name 'is_flash_attn_available' from 'transformers.utils' (/x/transformers/utils/"
+     "__init__.py)", "PY-CANNOT-IMPORT-FLASH-NAME-FROM-FRAMEWORK", "transformers"),
+    ("ImportError: cannot import name 'AttentionInterface' from 'transformers' (/x/transformers/__init__.py)",
+     "PY-CANNOT-IMPORT-NAME-FROM-FRAMEWORK", "transformers"),
+    ("AttributeError: module 'xformers.ops' has no attribute 'memory_efficient_attention'",
+     "PY-MODULE-NO-ATTRIBUTE-ATTENTION", "xformers"),
+])
+def test_a_name_the_installed_release_lacks_names_that_package(text, cause, package) -> None:
+    got = answer(text)
+    assert got.cause.id == cause
+    assert "version-mismatch" in got.cause.topics
+    assert f"upgrade or downgrade (pin) {package}" in got.cause.fixes[0]
+
+
+def test_a_model_class_missing_a_flash_helper_is_a_transformers_mismatch() -> None:
+    got = answer("AttributeError: 'InternLM2FlashAttention2' object has no attribute '_flash_attention_forward'")
+    assert got.cause.id == "PY-NO-FLASH-ATTRIBUTE"
+    assert "flash-attn-2" in got.cause.backends
+
+
+def test_a_message_wrapped_after_a_trailing_space_is_found_and_names_the_missing_package() -> None:
+    got = answer("ModuleNotFoundError: Refer to https://github.com/facebookresearch/xformers for more information on "
+                 "how to install \nxformers")
+    assert got.cause is not None and got.cause.id.startswith("DIFFUSERS-")
+    assert "install-missing" in got.cause.topics
+    assert got.cause.fixes[0].startswith("install xformers")
+
+
+def test_a_version_mismatch_message_names_the_package_it_asks_for() -> None:
+    got = answer("RuntimeError: FlashAttention is only supported on CUDA 11.6 and above.  Note: make sure nvcc has a "
+                 "supported version by running nvcc -V.")
+    assert any("the CUDA toolkit" in f and "CUDA 11.6" in f for f in got.cause.fixes), got.cause.fixes
+
+
+def test_the_ck_build_of_flash_attn_is_read() -> None:
+    got = answer("RuntimeError: CK only supports head dimension at most 256")
+    assert got.reading.hits and any(h.entry.library == "flash-attn" for h in got.reading.hits)

@@ -305,7 +305,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         if against and not against & set(backends):
             score += OTHER_BACKEND
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
-        fixes = (entry.fix,) if entry.fix else distinct(
+        fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else distinct(
             f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f)) \
             or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, hit.text))))
         fixes = with_alternative(fixes, backends, entry.library)
@@ -399,6 +399,12 @@ def fixed_value(fix: Any) -> bool:
     return fix.value_node is None or not free_names(fix.value_node)
 
 
+def own_fix(text: str, groups: Mapping[str, str]) -> str:
+    """A catalogue fix with <package> named: the package of the module the message names."""
+    module = groups.get("module", "")
+    return text.replace("<package>", module.split(".")[0] or "the package") if "<package>" in text else text
+
+
 def distinct(fixes: Iterable[Any]) -> tuple[str, ...]:
     """Each fix once, however many rules carry it (with or without a note); of several upgrades of one package, the
     highest (it meets every rule that asked for less)."""
@@ -432,11 +438,20 @@ VERSIONED_LABELS = {"cuda": "the CUDA toolkit (nvcc -V shows its version)", "nvc
                     "driver": "the NVIDIA driver"}
 
 
+INSTALLABLE = re.compile(r"\b(?:xformers|flash[-_]attn(?:_interface)?|transformer[-_]engine|triton|kernels|"
+                         r"nvidia-cudnn-frontend|cudnn[-_]frontend|flashinfer|sageattention|deepspeed)\b", re.I)
+"""A package an install message names (diffusers saying xformers is missing: install xformers, not diffusers)."""
+
+
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "") -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 
     library = LABELS.get(entry.library, entry.library)
+    if topics and topics[0] == "install-missing":
+        package = INSTALLABLE.search(text)
+        if package:
+            library = package.group(0)
     named = VERSIONED.search(text) if "version-mismatch" in topics else None
     if named:
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))

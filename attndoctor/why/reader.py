@@ -286,7 +286,7 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
 
     texts = {}
     for fold in (False, True):
-        seen = [line.lower() for line in lines] if fold else list(lines)
+        seen = [line.rstrip().lower() for line in lines] if fold else [line.rstrip() for line in lines]
         starts = [0]
         for line in seen:
             starts.append(starts[-1] + len(line) + 1)

@@ -218,6 +218,8 @@ def extract(source: str) -> tuple[list, dict]:
                 isinstance(stack[-1], ast.FunctionDef) and stack[-1].name == "__str__" and len(stack) >= 2 and \
                 isinstance(stack[-2], ast.ClassDef) and re.search(r"(Error|Exception|Resources)$", stack[-2].name):
             add("error", n.value, n, stack, ctx)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" and n.args:
+            add("log", n.args[0], n, stack, ctx)
         elif isinstance(n, ast.Assert) and n.msg is not None:
             add("assert", n.msg, n, stack, ctx, condition=ast.unparse(n.test))
         elif isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
