@@ -419,6 +419,8 @@ def test_gemma4_vision_bidirectional_gives_the_sliding_layers_a_mask_tensor_on_i
     assert image.when.startswith("the input holds image tokens") and local.when == glob.when == ""
     assert image.config.origin["mask"].startswith('text_config.use_bidirectional_attention="vision"')
     assert "the global layers stay causal" in image.config.origin["mask"]
+    (note,) = image.notes
+    assert "5.24.0 sets _supports_flash_attn = False" in note and "decode steps keep the causal mask" in note
     # E2B's text_config says use_bidirectional_attention: null: no image-token mask
     assert [k.label for k in read_model(MODELS / "gemma-4-E2B-it").kinds] == [
         "local (sliding window)", "global", "vision tower"]

@@ -70,8 +70,8 @@ def _image_prompt_kinds(file: str, doc: Mapping[str, Any], text: str, src: _Sour
         origin = {**config.origin, "mask": why}
         variant = config._replace(name=f"{config.name} with image tokens", mask="arbitrary", origin=origin,
                                   source=(file, _key_line(text, key) or 1))
-        notes = ("transformers sets _supports_flash_attn = False on the multimodal classes for this mask "
-                 "(\"Flash Attention drops the bidirectional mask over image tokens\"); text-only prompts and "
-                 "decode steps keep the causal mask above",)
+        notes = ("transformers 5.24.0 sets _supports_flash_attn = False on the multimodal classes for this mask "
+                 "(\"Flash Attention drops the bidirectional mask over image tokens\"; 5.23.0 did not); text-only "
+                 "inputs and decode steps keep the causal mask above",)
         out.append(KindReading(f"{kind.label} with image tokens", variant, kind.layers, notes, when=IMAGE_PROMPTS))
     return out
