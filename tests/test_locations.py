@@ -58,9 +58,13 @@ def physical(result: dict) -> dict:
 
 def test_model_configs_carry_their_file_and_the_line_that_decided_their_kind():
     file = MODELS / "gemma-3-12b-it" / "config.json"
-    local, global_, _vision = configs_from_model(MODELS / "gemma-3-12b-it")
+    local, global_, image_local, image_global, _vision = configs_from_model(MODELS / "gemma-3-12b-it")
     assert local.source == (str(file), line_of(file, "sliding_window"))
     assert global_.source == (str(file), 1)
+    assert image_local.source == image_global.source == (str(file), line_of(file, "vision_config"))
+    gemma4 = MODELS / "gemma-4-31B-it" / "config.json"
+    image = next(c for c in configs_from_model(gemma4) if c.name.endswith("with image tokens"))
+    assert image.source == (str(gemma4), line_of(gemma4, "use_bidirectional_attention"))
     qwen = MODELS / "Qwen2.5-7B" / "config.json"
     assert configs_from_model(qwen)[0].source == (str(qwen), line_of(qwen, "use_sliding_window"))
 

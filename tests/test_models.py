@@ -35,6 +35,10 @@ EXPECTED = {
     "gemma-3-12b-it": [
         ("gemma-3-12b-it local (sliding window)", 16, 8, 256, 256, (1024, 0), 0.0, "none", "causal", "bf16", 8192),
         ("gemma-3-12b-it global", 16, 8, 256, 256, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-3-12b-it local (sliding window) with image tokens", 16, 8, 256, 256, (1024, 0), 0.0, "none",
+         "arbitrary", "bf16", 8192),
+        ("gemma-3-12b-it global with image tokens", 16, 8, 256, 256, (-1, -1), 0.0, "none", "arbitrary", "bf16",
+         8192),
         ("gemma-3-12b-it vision tower", 16, 16, 72, 72, (-1, -1), 0.0, "none", "none", "bf16", 4096),
     ],
     "Qwen2.5-7B": [("Qwen2.5-7B", 28, 4, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192)],
@@ -57,6 +61,8 @@ EXPECTED = {
     "gemma-4-31B-it": [
         ("gemma-4-31B-it local (sliding window)", 32, 16, 256, 256, (1024, 0), 0.0, "none", "causal", "bf16", 8192),
         ("gemma-4-31B-it global", 32, 4, 512, 512, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("gemma-4-31B-it local (sliding window) with image tokens", 32, 16, 256, 256, (1024, 0), 0.0, "none",
+         "arbitrary", "bf16", 8192),
         ("gemma-4-31B-it vision tower", 16, 16, 72, 72, (-1, -1), 0.0, "none", "none", "bf16", None),
     ],
     "gemma-4-E2B-it": [
@@ -75,6 +81,19 @@ EXPECTED = {
          (1540 // 14) ** 2),
     ],
     "MiniMax-M2": [("MiniMax-M2", 48, 8, 128, 128, (-1, -1), 0.0, "none", "causal", None, 8192)],
+    # at the 8192 default the chunked layers hold one chunk of 8192: their mask is causal
+    "Llama-4-Scout-17B-16E-Instruct": [
+        ("Llama-4-Scout-17B-16E-Instruct chunked", 40, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+        ("Llama-4-Scout-17B-16E-Instruct global (NoPE)", 40, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16",
+         8192),
+    ],
+    "Llama-4-Maverick-17B-128E-Instruct": [
+        ("Llama-4-Maverick-17B-128E-Instruct chunked", 40, 8, 128, 128, (-1, -1), 0.0, "none", "causal", "bf16",
+         8192),
+        ("Llama-4-Maverick-17B-128E-Instruct global (NoPE)", 40, 8, 128, 128, (-1, -1), 0.0, "none", "causal",
+         "bf16", 8192),
+    ],
+    "MiniMax-M1": [("MiniMax-M1", 64, 8, 128, 128, (-1, -1), 0.0, "none", "causal", None, 8192)],
 }
 
 
@@ -140,7 +159,7 @@ def test_origin_records_the_keys():
     (bert,) = load("bert-base-uncased")
     assert "encoder" in bert.origin["mask"] and "dtype" not in bert.origin
 
-    local3, glob3, _vision3 = load("gemma-3-12b-it")
+    local3, glob3, _image_local3, _image_glob3, _vision3 = load("gemma-3-12b-it")
     assert local3.origin["heads"] == "text_config.num_attention_heads"
     assert local3.origin["hdim"] == "text_config.head_dim absent: gemma3_text default 256"
     assert local3.origin["window"].startswith("text_config.sliding_window (1024, 0)")

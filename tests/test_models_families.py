@@ -1,8 +1,8 @@
 """Today's model families read per attention kind from their config.json, and the per-layer plan explain prints.
 
 Real config.json copies live in tests/fixtures/models/<model>/ with a SOURCE file naming where each was read.
-Families with no citable copy (Qwen3-Next, Llama 4) are exercised with small configs written here, which test the
-reading rules and claim to be no model's file; Gemma 4 has both.
+Qwen3-Next, with no citable copy, is exercised with small configs written here, which test the reading rules and
+claim to be no model's file; Gemma 4 and Llama 4 have both.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from attndoctor.errors import UsageError
 from attndoctor.sources.models import read_model
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
@@ -34,7 +35,8 @@ def write(tmp_path: Path, doc: dict, name: str) -> Path:
 
 @pytest.mark.parametrize("model", ["gpt-oss-20b", "SmolLM3-3B", "Qwen3-4B", "DeepSeek-V3.2-Exp", "gemma-4-31B-it",
                                    "gemma-4-E2B-it", "Qwen3.5-9B", "phi-4", "Devstral-Small-2-24B-Instruct-2512",
-                                   "MiniMax-M2"])
+                                   "MiniMax-M2", "Llama-4-Scout-17B-16E-Instruct", "Llama-4-Maverick-17B-128E-Instruct",
+                                   "MiniMax-M1"])
 def test_every_new_fixture_names_its_source(model):
     source = (MODELS / model / "SOURCE").read_text()
     assert "config" in source and len(source.split("@")[1].split()[0]) >= 40  # a commit, not a branch
@@ -88,7 +90,7 @@ def test_deepseek_v3_style_mla(model, heads):
 
 def test_gemma3_kinds_carry_their_layers_and_the_vision_tower():
     reading = read_model(MODELS / "gemma-3-12b-it")
-    local, glob, vision = reading.kinds
+    local, glob, image_local, image_glob, vision = reading.kinds
     assert glob.layers == (5, 11, 17, 23, 29, 35, 41, 47) and len(local.layers) == 40
     assert shape(vision) == ("vision tower", 16, 16, 72, 72, (-1, -1), "none", False, 27)
     assert vision.config.seqlen_q == (896 // 14) ** 2 and vision.tower == "vision"
@@ -97,10 +99,11 @@ def test_gemma3_kinds_carry_their_layers_and_the_vision_tower():
 
 def test_gemma4_31b_global_layers_read_their_own_head_dim_and_kv_heads():
     reading = read_model(MODELS / "gemma-4-31B-it")
-    local, glob, vision = reading.kinds
+    local, glob, _image_local, vision = reading.kinds
     assert [shape(k) for k in reading.kinds] == [
         ("local (sliding window)", 32, 16, 256, 256, (1024, 0), "causal", False, 50),
         ("global", 32, 4, 512, 512, (-1, -1), "causal", False, 10),
+        ("local (sliding window) with image tokens", 32, 16, 256, 256, (1024, 0), "arbitrary", False, 50),
         ("vision tower", 16, 16, 72, 72, (-1, -1), "none", False, 27),
     ]
     assert glob.layers == tuple(range(5, 60, 6)) and reading.layers == 60 and reading.skipped == {}
@@ -214,7 +217,9 @@ def test_llama4_chunked_layers_are_an_arbitrary_mask_and_nope_layers_are_named(t
     assert (chunked.config.mask, glob.config.mask) == ("arbitrary", "causal")
     assert chunked.layers == (0, 1, 2, 4, 5, 6) and glob.layers == (3, 7)
     assert glob.notes == ("2 of these layers (3, 7) are NoPE (no_rope_layers = 0): no rotary embedding, "
-                          "the same kernel shape",) and chunked.notes == ()
+                          "the same kernel shape",) and glob.label == "global (NoPE)"
+    (note,) = chunked.notes  # no max_position_embeddings: the length is unknown, the chunks may split it
+    assert note.startswith("a kernel without mask tensors runs these layers when each 8192-token chunk")
 
 
 def report_schema() -> dict:
@@ -230,7 +235,9 @@ def test_plan_names_the_math_fallback_and_its_score_buffer(cli):
     doc = json.loads(out)
     jsonschema.validate(doc, report_schema())
     (plan,) = doc["models"]
-    assert [k["label"] for k in plan["kinds"]] == ["local (sliding window)", "global", "vision tower"]
+    assert [k["label"] for k in plan["kinds"]] == ["local (sliding window)", "global",
+                                                   "local (sliding window) with image tokens",
+                                                   "global with image tokens", "vision tower"]
     runs = {k["label"]: {r["framework"]: r["backend"] for r in k["runs"]} for k in plan["kinds"]}
     assert runs["local (sliding window)"]["pytorch"] == "sdpa-math" and runs["global"]["pytorch"] == "sdpa-flash"
     (finding,) = [f for f in plan["findings"] if f["framework"] == "pytorch"]
@@ -278,6 +285,7 @@ def test_plan_of_gemma4_31b_names_both_text_kinds_and_their_score_buffers(cli):
     assert [(k["label"], k["layer_count"], k["shape"]) for k in plan["kinds"]] == [
         ("local (sliding window)", 50, "d=256 h=32/16kv s=4096 bf16 train causal window=1024,0"),
         ("global", 10, "d=512 h=32/4kv s=4096 bf16 train causal"),
+        ("local (sliding window) with image tokens", 50, "d=256 h=32/16kv s=4096 bf16 train arbitrary window=1024,0"),
         ("vision tower", 27, "d=72 h=16 s=4096 bf16 train"),
     ]
     assert plan["kinds"][1]["layers"] == list(range(5, 60, 6))
@@ -311,3 +319,133 @@ def test_configs_without_model_give_no_plan(cli):
     code, out, _ = cli("explain", "--hdim", "128", "--heads", "8", "--seqlen", "1024", "--dtype", "bf16",
                        *H100_TORCH27, "--format", "json")
     assert "models" not in json.loads(out)
+
+
+LLAMA4 = ["Llama-4-Scout-17B-16E-Instruct", "Llama-4-Maverick-17B-128E-Instruct"]
+
+
+@pytest.mark.parametrize("model", LLAMA4)
+def test_llama4_real_configs_read_chunked_and_nope_layers_as_their_own_kinds(model):
+    reading = read_model(MODELS / model, seqlen=16384)
+    chunked, nope = reading.kinds
+    assert [shape(k) for k in reading.kinds] == [
+        ("chunked", 40, 8, 128, 128, (-1, -1), "arbitrary", False, 36),
+        ("global (NoPE)", 40, 8, 128, 128, (-1, -1), "causal", False, 12),
+    ]
+    assert nope.layers == tuple(range(3, 48, 4)) and reading.layers == 48 and reading.skipped == {}
+    assert chunked.config.name == f"{model} chunked" and nope.config.name == f"{model} global (NoPE)"
+    assert chunked.config.origin["mask"].startswith("text_config.attention_chunk_size=8192: block-diagonal")
+    assert "no_rope_layer_interval absent: llama4 default 4" in nope.config.origin["window"]
+    (note,) = chunked.notes
+    assert "each 8192-token chunk is given as its own sequence" in note
+    assert chunked.config.dtype == "bf16" and chunked.config.origin["dtype"] == "text_config.torch_dtype (bfloat16)"
+
+
+@pytest.mark.parametrize("model", LLAMA4)
+def test_llama4_chunked_layers_within_one_chunk_are_causal(model):
+    chunked, _ = read_model(MODELS / model).kinds  # max_position_embeddings capped at 8192: one chunk
+    assert (chunked.config.seqlen_q, chunked.config.mask) == (8192, "causal")
+    assert chunked.config.origin["mask"].startswith("seqlen 8192 <= attention_chunk_size 8192: one chunk")
+    assert chunked.notes == ()
+    chunked, _ = read_model(MODELS / model, seqlen=8193).kinds
+    assert chunked.config.mask == "arbitrary"
+
+
+def test_llama4_chunked_layers_refuse_the_kernels_without_mask_tensors(cli):
+    code, out, _ = cli("explain", "--model", str(MODELS / "Llama-4-Scout-17B-16E-Instruct"), *H100_TORCH27,
+                       "--flash-attn", "2.7.4", "--seqlen", "16384", "--format", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, report_schema())
+    status = {r["config"]["name"].split()[-1]: {v["backend"]: v["status"] for v in r["verdicts"]}
+              for r in doc["results"]}
+    assert status["chunked"]["flash-attn-2"] == "unsupported" and status["chunked"]["sdpa-flash"] == "unsupported"
+    assert status["(NoPE)"]["flash-attn-2"] == "supported"
+    (plan,) = doc["models"]
+    assert [(k["label"], k["layer_count"]) for k in plan["kinds"]] == [("chunked", 36), ("global (NoPE)", 12)]
+
+
+def test_llama4_no_rope_layers_list_decides_which_layers_are_chunked(tmp_path):
+    doc = {"model_type": "llama4_text", "num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "head_dim": 64, "attention_chunk_size": 512, "no_rope_layers": [0, 1, 1, 1, 1, 0]}
+    nope, chunked = read_model(write(tmp_path, doc, "l4"), seqlen=1024).kinds  # in the order of their first layer
+    assert chunked.layers == (1, 2, 3, 4) and nope.layers == (0, 5)
+    assert nope.label == "global (NoPE)" and "no_rope_layers = 0" in nope.config.origin["window"]
+    assert chunked.config.origin["window"].startswith("no window: no_rope_layers = 1 attend within chunks of 512")
+
+
+def test_llama4_chunk_size_null_is_global_and_absent_is_8192(tmp_path):
+    base = {"model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "head_dim": 64}
+    (kind,) = read_model(write(tmp_path, {**base, "attention_chunk_size": None}, "null"), seqlen=16384).kinds
+    assert (kind.config.mask, len(kind.layers)) == ("causal", 4)
+    chunked, nope = read_model(write(tmp_path, base, "absent"), seqlen=16384).kinds
+    assert chunked.config.mask == "arbitrary" and nope.layers == (3,)
+    assert "attention_chunk_size absent: llama4 default 8192" in chunked.config.origin["window"]
+
+
+def test_minimax_m1_reads_attn_type_list_and_leaves_lightning_layers_out():
+    reading = read_model(MODELS / "MiniMax-M1")
+    (kind,) = reading.kinds
+    assert shape(kind) == ("all layers", 64, 8, 128, 128, (-1, -1), "causal", False, 10)
+    assert kind.layers == tuple(range(7, 80, 8))
+    assert reading.skipped == {"linear_attention": tuple(i for i in range(80) if i % 8 != 7)}
+    assert reading.skipped_origin == "attn_type_list (0 = lightning linear attention, 1 = softmax attention)"
+    assert kind.config.origin["window"].startswith("attn_type_list (0 = lightning linear attention, 1 = softmax "
+                                                   "attention): 10 of 80 layers are full_attention")
+
+
+def test_plan_of_minimax_m1_in_text_lists_the_lightning_layers(cli):
+    code, out, _ = cli("explain", "--model", str(MODELS / "MiniMax-M1"), *H100_TORCH27, "--dtype", "bf16")
+    out = " ".join(out.split())
+    assert "Per-layer plan: MiniMax-M1, 80 layers" in out
+    assert "all layers: 10 layers (7, 15, 23, 31, 39, 47, 55, 63, 71, 79)" in out
+    assert "linear_attention: 70 layers (0-6, 8-14, 16-22, 24-30, 32-38, 40-46, 48-54, 56-62, 64-70, 72-78) from " \
+           "attn_type_list (0 = lightning linear attention, 1 = softmax attention): no softmax attention" in out
+
+
+@pytest.mark.parametrize("attn_types", [[1, 2, 1, 1], [True, 1, 1, 1], "1111", [1, 1, 1]])
+def test_attn_type_list_that_is_not_one_0_or_1_per_layer_is_refused(tmp_path, attn_types):
+    doc = {"model_type": "minimax", "num_hidden_layers": 4, "num_attention_heads": 8, "head_dim": 64,
+           "attn_type_list": attn_types}
+    with pytest.raises(UsageError, match="attn_type_list"):
+        read_model(write(tmp_path, doc, "mm"))
+
+
+def test_gemma4_vision_bidirectional_gives_the_sliding_layers_a_mask_tensor_on_image_inputs():
+    reading = read_model(MODELS / "gemma-4-31B-it")
+    local, glob, image, _vision = reading.kinds
+    assert (image.label, image.layers, image.config.mask, image.config.window) == (
+        "local (sliding window) with image tokens", local.layers, "arbitrary", (1024, 0))
+    assert image.when.startswith("the input holds image tokens") and local.when == glob.when == ""
+    assert image.config.origin["mask"].startswith('text_config.use_bidirectional_attention="vision"')
+    assert "the global layers stay causal" in image.config.origin["mask"]
+    (note,) = image.notes
+    assert "5.24.0 sets _supports_flash_attn = False" in note and "decode steps keep the causal mask" in note
+    # E2B's text_config says use_bidirectional_attention: null: no image-token mask
+    assert [k.label for k in read_model(MODELS / "gemma-4-E2B-it").kinds] == [
+        "local (sliding window)", "global", "vision tower"]
+
+
+def test_gemma3_image_tokens_give_every_text_kind_a_mask_tensor():
+    local, glob, image_local, image_glob, _vision = read_model(MODELS / "gemma-3-12b-it").kinds
+    assert [(k.label, k.layers, k.config.mask) for k in (image_local, image_glob)] == [
+        ("local (sliding window) with image tokens", local.layers, "arbitrary"),
+        ("global with image tokens", glob.layers, "arbitrary")]
+
+
+def test_plan_keeps_image_token_kinds_apart_and_shows_the_kernels_they_lose(cli):
+    code, out, _ = cli("explain", "--model", str(MODELS / "gemma-4-31B-it"), *H100_TORCH27, "--flash-attn", "2.7.4",
+                       "--seqlen", "4096", "--format", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, report_schema())
+    status = {r["config"]["name"]: {v["backend"]: v["status"] for v in r["verdicts"]} for r in doc["results"]}
+    assert status["gemma-4-31B-it local (sliding window)"]["flash-attn-2"] == "supported"
+    assert status["gemma-4-31B-it local (sliding window) with image tokens"]["flash-attn-2"] == "unsupported"
+    (plan,) = doc["models"]
+    whens = {k["label"]: k["when"] for k in plan["kinds"]}
+    assert whens["local (sliding window) with image tokens"].startswith("the input holds image tokens")
+    assert whens["local (sliding window)"] is None and whens["global"] is None
+    assert all(f["kind"] != "local (sliding window) with image tokens" for f in plan["findings"])
+    code, text, _ = cli("explain", "--model", str(MODELS / "gemma-4-31B-it"), *H100_TORCH27, "--seqlen", "4096")
+    assert "local (sliding window) with image tokens: 50 layers (0-4, 6-10" in text
+    assert "when the input holds image tokens" in " ".join(text.split())

@@ -333,7 +333,7 @@ def render_model_plan(console: Console, plan: Any) -> None:
     console.print(Text(f"Per-layer plan: {plan.name}{total}", style="bold"))
     for kind in plan.kinds:
         where = f"{len(kind.layers)} layers ({layer_ranges(list(kind.layers))})" if kind.layers else "layers not given"
-        console.print(Text(f"  {kind.label}: {where}"))
+        console.print(Text(f"  {kind.label}: {where}" + (f", when {kind.when}" if kind.when else "")))
         console.print(Text(f"    {kind.shape}"))
         runs = "   ".join(f"{fw}: {_plan_run(b, s)}" for fw, (b, s) in kind.runs.items())
         console.print(Text(f"    runs on  {runs}"))
@@ -349,7 +349,7 @@ def render_model_plan(console: Console, plan: Any) -> None:
         console.print(Text(f"  note: {note}", style="dim"))
     if plan.common:
         console.print(Text(f"  runs every attention kind: {', '.join(plan.common)}"))
-    elif len([k for k in plan.kinds if not k.tower]) > 1:
+    elif len([k for k in plan.kinds if not k.tower and not k.when]) > 1:
         console.print(Text("  no backend runs every attention kind with the facts given"))
     for finding in plan.findings:
         console.print(Text(f"  ✗ {finding.text}", style="yellow"))

@@ -29,6 +29,7 @@ class _Kind:
     fields: dict[str, Any] = field(default_factory=dict)
     field_origin: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    chunk: int | None = None
 
 
 def _window_size(src: _Source) -> tuple[int | None, str]:
@@ -79,13 +80,7 @@ def _kinds_of(src: _Source, encoder: bool, skipped: dict[str, list[int]]) -> lis
     else:
         use_sw_note = f"{p}use_sliding_window={str(use_sw).lower()}"
 
-    layer_types, types_key = src.data.get("layer_types"), f"{p}layer_types"
-    interval = src.data.get("full_attention_interval")
-    if layer_types is None and interval is not None and layers is not None:
-        # transformers' Qwen3NextConfig: layer i is linear attention unless (i + 1) % full_attention_interval == 0
-        every = src.count("full_attention_interval", interval)
-        layer_types = ["linear_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
-        types_key = f"{p}full_attention_interval={every} (layer_types absent)"
+    layer_types, types_key = layer_types_of(src)
     if layer_types is not None:
         return _from_layer_types(src, layer_types, use_sw, use_sw_note, skipped, types_key)
 
@@ -94,6 +89,33 @@ def _kinds_of(src: _Source, encoder: bool, skipped: dict[str, list[int]]) -> lis
         if kinds is not None:
             return kinds
     return _one_window(src, layers, use_sw, use_sw_note)
+
+
+def layer_types_of(src: _Source) -> tuple[Any, str]:
+    """Each layer's kind as layer_types spells it, from layer_types or the keys older hybrids state it with."""
+    p = src.prefix
+    layers = _layers(src)
+    layer_types = src.data.get("layer_types")
+    if layer_types is not None:
+        return layer_types, f"{p}layer_types"
+    interval = src.data.get("full_attention_interval")
+    if interval is not None and layers is not None:
+        # transformers' Qwen3NextConfig: layer i is linear attention unless (i + 1) % full_attention_interval == 0
+        every = src.count("full_attention_interval", interval)
+        return ([("linear_attention" if (i + 1) % every else "full_attention") for i in range(layers)],
+                f"{p}full_attention_interval={every} (layer_types absent)")
+    attn_types = src.data.get("attn_type_list")
+    if attn_types is not None:
+        # MiniMax-M1 modeling_minimax_m1.py: 0 builds MiniMaxM1LightningAttention, 1 the softmax attention
+        if (not isinstance(attn_types, list) or not attn_types
+                or not all(t in (0, 1) and not isinstance(t, bool) for t in attn_types)):
+            raise src.fail(f"{p}attn_type_list: expected a list of 0 (lightning attention) and 1 (softmax "
+                           f"attention), got {attn_types!r:.60}")
+        if layers is not None and len(attn_types) != layers:
+            raise src.fail(f"{p}attn_type_list has {len(attn_types)} entries for {layers} layers")
+        return ([("full_attention" if t == 1 else "linear_attention") for t in attn_types],
+                f"{p}attn_type_list (0 = lightning linear attention, 1 = softmax attention)")
+    return None, f"{p}layer_types"
 
 
 def _modernbert(src: _Source, layers: int | None) -> list[_Kind] | None:
@@ -157,18 +179,43 @@ def _window_pattern(src: _Source, layers: int | None) -> list[_Kind] | None:
 
 
 def _llama4_chunks(src: _Source, layers: int | None) -> list[_Kind] | None:
-    """Llama 4: chunked attention on most layers, a global NoPE layer every no_rope_layer_interval."""
-    if not (src.model_type.startswith("llama4") and src.has("attention_chunk_size")):
+    """Llama 4: chunked attention on the RoPE layers, global attention on the NoPE layers (no_rope_layers = 0)."""
+    if not src.model_type.startswith("llama4"):
+        return None
+    p = src.prefix
+    if "attention_chunk_size" in src.data and src.data["attention_chunk_size"] is None:
         return None
     chunk, chunk_key = src.get("attention_chunk_size")
-    chunk = src.count("attention_chunk_size", chunk)
-    interval_raw, _ = src.get("no_rope_layer_interval")
-    interval = 4 if interval_raw is None else src.count("no_rope_layer_interval", interval_raw)
-    chunked = _chunked(chunk, chunk_key, f"layers with (i + 1) % {interval} != 0")
-    chunked.layers = _every(layers, lambda i: (i + 1) % interval != 0)
-    return _spread([(0, chunked),
-                    (interval - 1, _Kind("global", None, f"every {interval}th layer (NoPE) is global",
-                                         layers=_every(layers, lambda i: (i + 1) % interval == 0)))])
+    if chunk is None:
+        # transformers' Llama4TextConfig: attention_chunk_size defaults to 8192
+        chunk, chunk_key = 8192, f"{p}attention_chunk_size absent: llama4 default 8192"
+    chunk = src.count(chunk_key, chunk)
+    flags = src.data.get("no_rope_layers")
+    if isinstance(flags, list) and flags:
+        # Llama4TextConfig: layer i is chunked_attention when no_rope_layers[i] is 1 (it uses RoPE), else full
+        if layers is not None and len(flags) != layers:
+            raise src.fail(f"{p}no_rope_layers has {len(flags)} entries for {layers} layers")
+        nope = [i for i, f in enumerate(flags) if f == 0 and not isinstance(f, bool)]
+        rope = [i for i in range(len(flags)) if i not in nope]
+        rule = f"{p}no_rope_layers = 1"
+        nope_rule = f"{p}no_rope_layers = 0: NoPE layers are global"
+    else:
+        raw, interval_key = src.get("no_rope_layer_interval")
+        if raw is None:
+            interval, interval_key = 4, f"{p}no_rope_layer_interval absent: llama4 default 4"
+        else:
+            interval = src.count(interval_key, raw)
+        absent = "empty" if isinstance(flags, list) else "absent"
+        nope = _every(layers, lambda i: (i + 1) % interval == 0)
+        rope = _every(layers, lambda i: (i + 1) % interval != 0)
+        rule = f"layers with (i + 1) % {interval} != 0 ({p}no_rope_layers {absent}, {interval_key})"
+        nope_rule = f"every {interval}th layer is NoPE and global ({p}no_rope_layers {absent}, {interval_key})"
+    chunked = _chunked(chunk, chunk_key, rule)
+    chunked.layers = rope
+    out = [(rope[0] if rope else 0, chunked)] if rope or layers is None else []
+    if nope or layers is None:
+        out.append((nope[0] if nope else 1, _Kind("global (NoPE)", None, f"{nope_rule}: no window", layers=nope)))
+    return _spread(out)
 
 
 def _one_window(src: _Source, layers: int | None, use_sw: bool | None, use_sw_note: str) -> list[_Kind]:
@@ -204,7 +251,7 @@ def _chunked(chunk: int, chunk_key: str, where: str) -> _Kind:
     return _Kind("chunked", None, f"no window: {where} attend within chunks of {chunk} ({chunk_key})",
                  mask="arbitrary",
                  mask_origin=f"{chunk_key}={chunk}: block-diagonal causal mask, given as a mask tensor "
-                             f"(or run as {chunk}-token sequences with a causal mask)")
+                             f"(or run as {chunk}-token sequences with a causal mask)", chunk=chunk)
 
 
 def _from_layer_types(src: _Source, layer_types: Any, use_sw: bool | None, use_sw_note: str,

@@ -58,9 +58,26 @@ def _nope(src: _Source, kinds: list[_Kind]) -> None:
     nope = {i for i, f in enumerate(flags) if f == 0 and not isinstance(f, bool)}
     for kind in kinds:
         mine = [i for i in kind.layers if i in nope]
+        if mine and len(mine) == len(kind.layers) and kind.label == "global":
+            kind.label = "global (NoPE)"
         if mine:
             kind.notes.append(f"{len(mine)} of these layers ({layer_ranges(mine)}) are NoPE "
                               f"({src.prefix}no_rope_layers = 0): no rotary embedding, the same kernel shape")
+
+
+def _chunk_fits(kinds: list[_Kind], seqlen: int | None) -> None:
+    """Chunked layers over no more tokens than one chunk: the block-diagonal mask is the causal mask."""
+    for kind in kinds:
+        if kind.chunk is None:
+            continue
+        if seqlen is not None and seqlen <= kind.chunk:
+            kind.mask = "causal"
+            kind.mask_origin = (f"seqlen {seqlen} <= attention_chunk_size {kind.chunk}: one chunk, so the "
+                                f"block-diagonal mask is causal; past {kind.chunk} tokens it takes a mask tensor")
+        else:
+            kind.notes.append(f"a kernel without mask tensors runs these layers when each {kind.chunk}-token chunk "
+                              f"is given as its own sequence (varlen offsets every {kind.chunk} tokens, or chunks "
+                              f"folded into the batch) with a causal mask")
 
 
 def _sparse_indexer(src: _Source, kinds: list[_Kind], seqlen: int | None) -> list[str]:

@@ -27,10 +27,11 @@ class KindPlan(NamedTuple):
     tower: str = ""
     fixes: Mapping[str, str] = {}
     """framework -> the smallest fix that lets one of its fused backends run this kind, where it runs a slow path"""
+    when: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "name": self.name, "layers": list(self.layers), "layer_count": len(self.layers),
-                "shape": self.shape, "notes": list(self.notes), "tower": self.tower or None,
+                "shape": self.shape, "notes": list(self.notes), "tower": self.tower or None, "when": self.when or None,
                 "runs": [{"framework": f, "backend": b, "status": s, "fix": self.fixes.get(f)}
                          for f, (b, s) in self.runs.items()],
                 "math_score_bytes": self.score_bytes}
@@ -107,9 +108,10 @@ def build_plans(readings: Sequence[Any], results: Sequence[Any]) -> list[ModelPl
             config = result.config
             runs = {s.framework: (s.backend, s.status) for s in result.selected}
             kinds.append(KindPlan(kind.label, config.name, kind.layers, config._replace(name="").label(),
-                                  kind.notes, runs, score_bytes(config), kind.tower, _fused_fixes(result, runs)))
+                                  kind.notes, runs, score_bytes(config), kind.tower, _fused_fixes(result, runs),
+                                  kind.when))
             kind_results.append((kinds[-1], result))
-        text_kinds = [(k, r) for k, r in kind_results if not k.tower]
+        text_kinds = [(k, r) for k, r in kind_results if not k.tower and not k.when]
         common = _common(text_kinds)
         findings = _findings(text_kinds, common)
         plans.append(ModelPlan(reading.name, reading.file, reading.model_type, reading.layers, tuple(kinds),

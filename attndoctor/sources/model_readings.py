@@ -17,10 +17,13 @@ class KindReading:
     layers: tuple[int, ...]
     notes: tuple[str, ...] = ()
     tower: str = ""
+    when: str = ""
+    """the inputs under which these layers take this shape instead of their usual one ("" = always)"""
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "name": self.config.name, "layers": list(self.layers),
-                "layer_count": len(self.layers), "notes": list(self.notes), "tower": self.tower or None}
+                "layer_count": len(self.layers), "notes": list(self.notes), "tower": self.tower or None,
+                "when": self.when or None}
 
 
 @dataclass

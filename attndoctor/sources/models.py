@@ -15,10 +15,10 @@ from .model_fields import (ALIBI_TYPES, ENCODER_TYPES, FALCON_TYPES, SEQLEN_CAP,
 from .model_keys import (DTYPE_KEYS, HEAD_COUNT_KEYS, HEAD_DIM_KEYS, HIDDEN_KEYS, KV_HEAD_KEYS, NESTED_DEFAULTS,
                          NESTED_KEYS, NESTED_TYPE_OF, SEQLEN_KEYS, _key_line, _language_config, _layers, _load,
                          _model_name)
-from .model_kinds import CHUNKED_KINDS, FULL_KINDS, NON_SOFTMAX_KINDS, SLIDING_KINDS, _kinds
-from .model_layers import _kv_sharing, _nope, _per_kind_dims, _sparse_indexer, layer_ranges
+from .model_kinds import CHUNKED_KINDS, FULL_KINDS, NON_SOFTMAX_KINDS, SLIDING_KINDS, _kinds, layer_types_of
+from .model_layers import _chunk_fits, _kv_sharing, _nope, _per_kind_dims, _sparse_indexer, layer_ranges
 from .model_readings import KindReading, ModelReading
-from .vision import _vision_towers
+from .vision import _image_prompt_kinds, _vision_towers
 
 __all__ = [
     "ALIBI_TYPES", "CHUNKED_KINDS", "DTYPE_KEYS", "ENCODER_TYPES", "FALCON_TYPES", "FULL_KINDS", "HEAD_COUNT_KEYS",
@@ -59,6 +59,7 @@ def read_model(path: str | Path, *, seqlen: int | None = None) -> ModelReading:
     _per_kind_dims(src, kinds)
     _kv_sharing(src, kinds)
     _nope(src, kinds)
+    _chunk_fits(kinds, common.get("seqlen"))
     notes = _sparse_indexer(src, kinds, common.get("seqlen"))
     multi = len(kinds) > 1
     out: list[KindReading] = []
@@ -75,11 +76,9 @@ def read_model(path: str | Path, *, seqlen: int | None = None) -> ModelReading:
         line = _key_line(text, kind.window_origin) or _key_line(text, kind.mask_origin) or 1
         config = make_config(values, where=file)._replace(source=(file, line))
         out.append(KindReading(kind.label or "all layers", config, tuple(kind.layers), tuple(kind.notes)))
+    out.extend(_image_prompt_kinds(file, doc, text, src, out))
     out.extend(_vision_towers(file, doc, text, name, common, origin))
-    layer_types_key = f"{src.prefix}layer_types"
-    if src.data.get("layer_types") is None and src.data.get("full_attention_interval") is not None:
-        every = src.data["full_attention_interval"]
-        layer_types_key = f"{src.prefix}full_attention_interval={every} (layer_types absent)"
+    _, layer_types_key = layer_types_of(src)
     return ModelReading(name=name, file=file, model_type=src.model_type, layers=_layers(src), kinds=out,
                         skipped={k: tuple(v) for k, v in skipped.items()},
                         skipped_origin=layer_types_key if skipped else "", notes=notes)

@@ -1,4 +1,4 @@
-"""A multimodal model's vision tower: an encoder whose self-attention runs apart from the language model's."""
+"""A multimodal model's vision tower, and the mask its image tokens give the language model's layers."""
 
 from __future__ import annotations
 
@@ -42,3 +42,36 @@ def _vision_towers(file: str, doc: Mapping[str, Any], text: str, name: str, comm
         # Qwen2-VL, Qwen3-VL and Qwen3.5 vision configs count their blocks in `depth`
         layers = src.count("depth", src.data["depth"])
     return [KindReading("vision tower", config, tuple(range(layers or 0)), (), tower="vision")]
+
+
+IMAGE_PROMPTS = "the input holds image tokens (training, and the prefill of generation)"
+
+
+def _image_prompt_kinds(file: str, doc: Mapping[str, Any], text: str, src: _Source,
+                        kinds: list[KindReading]) -> list[KindReading]:
+    """Gemma 3 and Gemma 4 let an image's tokens see the whole image: a mask tensor no causal or window flag states."""
+    top = str(doc.get("model_type") or "").lower()
+    p = src.prefix
+    if top == "gemma3" and isinstance(doc.get("vision_config"), dict):
+        picked, key = kinds, "vision_config"
+        why = ("model_type gemma3 with a vision_config: on a prompt with image tokens every layer takes a mask "
+               "tensor, OR(causal, same image) on the global layers and AND(window, OR(causal, same image)) on the "
+               "sliding ones (transformers 5.24.0 modeling_gemma3.py create_masks_for_vision_model)")
+    elif top == "gemma4" and src.data.get("use_bidirectional_attention") == "vision":
+        picked, key = [k for k in kinds if k.config.window != (-1, -1)], f"{p}use_bidirectional_attention"
+        why = (f'{p}use_bidirectional_attention="vision": on a prompt with image tokens the sliding layers take a '
+               f"mask tensor, AND(window, OR(causal, same image)); the global layers stay causal (transformers "
+               f"5.24.0 modeling_gemma4.py create_masks_for_vision_model)")
+    else:
+        return []
+    out = []
+    for kind in picked:
+        config = kind.config
+        origin = {**config.origin, "mask": why}
+        variant = config._replace(name=f"{config.name} with image tokens", mask="arbitrary", origin=origin,
+                                  source=(file, _key_line(text, key) or 1))
+        notes = ("transformers 5.24.0 sets _supports_flash_attn = False on the multimodal classes for this mask "
+                 "(\"Flash Attention drops the bidirectional mask over image tokens\"; 5.23.0 did not); text-only "
+                 "inputs and decode steps keep the causal mask above",)
+        out.append(KindReading(f"{kind.label} with image tokens", variant, kind.layers, notes, when=IMAGE_PROMPTS))
+    return out
