@@ -145,11 +145,18 @@ class Supervisor:
         self.env["PYTHONUNBUFFERED"] = "1"
         self.cwd = cwd
         self.prepare_on_start = prepare
+        self._settings = {"device": device, "timeout": timeout, "startup_timeout": startup_timeout,
+                          "runner_modules": tuple(self.runner_modules), "python": python, "env": dict(self.env),
+                          "cwd": cwd, "prepare": prepare}
         self.worker: _Worker | None = None
         self.starts = 0
         self.restarts = 0
         self.info: dict[str, Any] = {}
         self._next_id = 0
+
+    def clone(self) -> "Supervisor":
+        """A new supervisor with this one's settings and its own worker (for probes run side by side)."""
+        return Supervisor(**self._settings)
 
     # ---- lifecycle
 

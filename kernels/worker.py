@@ -142,6 +142,7 @@ def _prepare(context: WorkerContext) -> dict[str, Any]:
         torch.cuda.synchronize()
         info["gpu"] = torch.cuda.get_device_name(context.device)
         info["capability"] = list(torch.cuda.get_device_capability(context.device))
+        info["memory_free"], info["memory_total"] = torch.cuda.mem_get_info(context.device)
     return info
 
 
