@@ -24,22 +24,29 @@ class FakeSup:
         self.info = info or {}
         self.starts = 1
         self.closed = False
+        self.active = False  # a worker with a CUDA context: from its first probe to its close
+        self.loaded = False
         shared.setdefault("sups", []).append(self)
 
     def clone(self) -> "FakeSup":
         return FakeSup(self.shared, f"w{len(self.shared['sups'])}", self.info)
 
+    def load(self) -> None:
+        self.loaded = True
+
     def close(self) -> None:
         self.closed = True
+        self.active = False
 
     def probes(self, items, before=None):
         out = []
         lock = self.shared.setdefault("lock", threading.Lock())
+        self.active = True
         for i, item in enumerate(items):
             if before:
                 before(i)
             with lock:
-                others = [s.name for s in self.shared["sups"] if s is not self and not s.closed]
+                others = [s.name for s in self.shared["sups"] if s is not self and s.active]
             time.sleep(0.02)
             config = item["config"]
             oom = config.get("oom_beside_others") and others
@@ -87,6 +94,7 @@ def test_a_large_shape_runs_alone_before_the_others_start():
     out = dict(pool.run(_groups(shapes), [c["shape"] for c in shapes], sizes))
     assert all(r["others_open"] == [] for r in out[1]), "the large shape had the GPU to itself"
     assert {r["worker"] for r in out[0] + out[2]} <= {"w0", "w1"}
+    assert shared["sups"][1].loaded, "the second worker loaded its libraries meanwhile"
 
 
 def test_a_probe_out_of_memory_beside_others_runs_again_alone():

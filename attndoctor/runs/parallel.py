@@ -61,9 +61,13 @@ def worker_env(jobs: int) -> dict[str, str]:
     return env
 
 
-def probe_bytes(config: Mapping[str, Any]) -> int:
+FULL_SCORES = frozenset({"sdpa-math", "te-unfused"})
+"""Backends that hold the whole score matrix (and its gradient when training): memory grows with length squared."""
+
+
+def probe_bytes(config: Mapping[str, Any], full_scores: bool = True) -> int:
     """A generous estimate of the GPU memory one probe of this shape holds: inputs, gradients and their float64
-    copies, the math backend's full score matrices, the reference's chunks, a dense mask."""
+    copies, the reference's chunks, a dense mask, and for a backend in FULL_SCORES its score matrices."""
     def get(key: str, default: int) -> int:
         value = config.get(key)
         return int(value) if isinstance(value, (int, float)) and value else default
@@ -77,7 +81,7 @@ def probe_bytes(config: Mapping[str, Any]) -> int:
     elements = b * sq * h * (d + dv) + b * sk * hk * (d + dv)
     tensors = elements * (size * (3 if train else 2) + 8 * (2 if train else 1))
     scores = b * h * sq * sk
-    math = scores * 4 * (4 if train else 2)
+    math = scores * 4 * (4 if train else 2) if full_scores else 0
     mask = b * sq * sk * 5
     return tensors + math + mask + min(scores * 8 * 3, REFERENCE_BYTES)
 
@@ -127,7 +131,7 @@ class ProbePool:
         failures: list[BaseException] = []
         state = {"started": 0}
         free = int((getattr(self.sup, "info", None) or {}).get("memory_free") or 0)
-        share = free // self.jobs // 2 if free else 0
+        share = free * 3 // (4 * self.jobs) if free else 0
         alone = [g for g in range(count) if share and g < len(sizes) and sizes[g] > share]
         bundles: dict[Hashable, list[int]] = {}
         for g in range(count):
@@ -173,17 +177,26 @@ class ProbePool:
 
         def coordinate() -> None:
             try:
-                for g in alone:
-                    if self.stopped:
-                        return
-                    settle(g, probe(self.sup, g))
                 lanes = min(self.jobs, len(queue))
                 self.clones = [self.sup.clone() for _ in range(max(0, lanes - 1))]
+                go = threading.Event()
                 deferred: dict[int, list[dict[str, Any]]] = {}
-                threads = [threading.Thread(target=serve, args=(s, deferred), daemon=True)
-                           for s in [self.sup, *self.clones]]
+
+                def lane(sup: Any) -> None:
+                    load = getattr(sup, "load", None)
+                    if sup is not self.sup and load is not None:
+                        load()  # python and torch load while the large shapes run; CUDA waits for `go`
+                    go.wait()
+                    serve(sup, deferred)
+
+                threads = [threading.Thread(target=lane, args=(s,), daemon=True) for s in [self.sup, *self.clones]]
                 for t in threads:
                     t.start()
+                for g in alone:
+                    if self.stopped:
+                        break
+                    settle(g, probe(self.sup, g))
+                go.set()
                 for t in threads:
                     t.join()
                 for c in self.clones:

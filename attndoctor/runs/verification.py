@@ -334,7 +334,7 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     """Run every (config, backend) probe in the kernel workers and compare with the rules. Records as it goes."""
     from ..engine.evaluate import Evaluator, build_facts
     from ..engine.rules import load_rulebase
-    from .parallel import ProbePool, default_jobs, probe_bytes
+    from .parallel import FULL_SCORES, ProbePool, default_jobs, probe_bytes
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -360,18 +360,31 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
         run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
         total = len(filled) * len(run)
         backend_by_id = {b.id: b for b in base.backends}
-        groups = [[{"backend": b, "config": config.to_dict(), "seed": seed, "repeats": repeats} for b in run]
-                  for config in filled]
-        labels = [config.name or config.label() for config in filled]
+        pool = ProbePool(sup, resolve_jobs(jobs, device, sup))
+        # side by side, a config's backends that hold the whole score matrix form a group of their own, so that only
+        # they run alone when the shape is too large to share the GPU
+        parts: list[tuple[int, list[int]]] = []
+        for c in range(len(filled)):
+            split = [[i for i, b in enumerate(run) if (b in FULL_SCORES) == heavy] for heavy in (False, True)]
+            parts.extend((c, idx) for idx in (split if pool.parallel else [list(range(len(run)))]) if idx or not run)
+        groups = [[{"backend": run[i], "config": filled[c].to_dict(), "seed": seed, "repeats": repeats} for i in idx]
+                  for c, idx in parts]
+        keys = [shape_key(filled[c].to_dict()) for c, _ in parts]
+        sizes = [probe_bytes(filled[c].to_dict(), any(run[i] in FULL_SCORES for i in idx)) for c, idx in parts]
 
         def starting(g: int, i: int, n: int) -> None:
             if progress:
-                progress(n, total, f"{labels[g]} · {run[i]}")
+                c, idx = parts[g]
+                progress(n, total, f"{filled[c].name or filled[c].label()} · {run[idx[i]]}")
 
-        pool = ProbePool(sup, resolve_jobs(jobs, device, sup))
-        for g, results in pool.run(groups, [shape_key(c.to_dict()) for c in filled],
-                                   [probe_bytes(c.to_dict()) for c in filled], before=starting):
-            config, names = filled[g], filled_names[g]
+        collected: dict[int, dict[str, Any]] = {}
+        for g, got in pool.run(groups, keys, sizes, before=starting):
+            c, idx = parts[g]
+            collected.update(zip(idx, got))
+            if g + 1 < len(parts) and parts[g + 1][0] == c:
+                continue
+            results = [collected.pop(i) for i in range(len(run))]
+            config, names = filled[c], filled_names[c]
             batch: list[Observation] = []
             for backend_id, result in zip(run, results):
                 b_env = backend_environment(env, backend_id)
