@@ -4,7 +4,8 @@
 #   PART=verify: the bundled `verify --seed 7`, before then after; then `bench` on benchmarks/memory_shapes.jsonl
 #   PART=jobs: this tree alone, `--jobs 1` against `--jobs $JOBS` (default 8), each in a cold compile cache: the
 #     bundled `verify` ($VARGS), then the bundled `verify --stress` with --jobs $JOBS, again with that run's compile
-#     cache warm, then with --jobs 1 in what is left of $BUDGET seconds; $RECORDED: a recorded stress run to compare
+#     cache warm, then with --jobs 1 in what is left of $BUDGET seconds (or $STRESS_J1: that run's record from an
+#     earlier call); $RECORDED: a recorded stress run to compare
 # Each run records its observations; benchmarks/speed_compare.py says whether every outcome is the same.
 # Wheels in .whl/ (cudnn-frontend) go to /tmp/site first. Results go to $OUT; a short table is printed last.
 set -u
@@ -52,8 +53,10 @@ elif [ "$PART" = jobs ]; then
     | tee -a "$OUT/table.txt"
   [ -f "${RECORDED:-}" ] && { echo "against $RECORDED:"; python3 benchmarks/speed_compare.py "$RECORDED" \
     "$OUT/stress_j$J.jsonl"; } | head -3 | tee -a "$OUT/table.txt"
+  if [ -f "${STRESS_J1:-}" ]; then cp "$STRESS_J1" "$OUT/stress_j1.jsonl"; else
   T=$(( $(left) - 8 )); [ "$T" -gt 30 ] || T=30
   one stress_j1 "$AFTER_PATH" "$T" verify --stress --seed 7 --jobs 1 --format json --record "$OUT/stress_j1.jsonl"
+  fi
   [ -f "$OUT/stress_j1.jsonl" ] && python3 benchmarks/speed_compare.py "$OUT/stress_j1.jsonl" "$OUT/stress_j$J.jsonl" \
     | tee -a "$OUT/table.txt"
 else
