@@ -50,8 +50,11 @@ class FakeSup:
             time.sleep(0.02)
             config = item["config"]
             oom = config.get("oom_beside_others") and others
-            out.append({"backend": item["backend"], "outcome": "out-of-memory" if oom else "ok",
-                        "worker": self.name, "others_open": others, "seed": item["seed"], "shape": config["shape"]})
+            no_start = config.get("no_start_beside_others") and others
+            outcome = "out-of-memory" if oom else "crashed" if no_start else "ok"
+            out.append({"backend": item["backend"], "outcome": outcome, "worker": self.name, "others_open": others,
+                        "seed": item["seed"], "shape": config["shape"],
+                        "error": "worker start failed: CUDA out of memory" if no_start else ""})
         return out
 
 
@@ -101,11 +104,13 @@ def test_a_probe_out_of_memory_beside_others_runs_again_alone():
     shared: dict = {}
     shapes = [{"shape": s} for s in "pqrs"]
     shapes[1]["oom_beside_others"] = True
+    shapes[2]["no_start_beside_others"] = True
     pool = ProbePool(FakeSup(shared), jobs=4)
     out = dict(pool.run(_groups(shapes), [c["shape"] for c in shapes]))
-    assert [r["outcome"] for r in out[1]] == ["ok", "ok"]
-    assert all(r["others_open"] == [] and r["worker"] == "w0" for r in out[1])
-    assert all(r["outcome"] == "ok" for g in (0, 2, 3) for r in out[g])
+    for g in (1, 2):
+        assert [r["outcome"] for r in out[g]] == ["ok", "ok"]
+        assert all(r["others_open"] == [] and r["worker"] == "w0" for r in out[g])
+    assert all(r["outcome"] == "ok" for g in (0, 3) for r in out[g])
 
 
 def test_memory_estimates_and_worker_settings(monkeypatch, tmp_path):

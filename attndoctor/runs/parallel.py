@@ -4,7 +4,8 @@ The time of a sweep is the libraries' once-per-shape work (cuDNN plan builds, cu
 compiles), CPU-bound and done one shape after another in one worker; several workers build several shapes at once.
 The outcomes stay those of one worker: each shape's probes stay together in one worker (its plans and compiles
 happen once), shapes too large to share the GPU run alone before the others start, and a probe that runs out of
-memory beside other workers runs again alone. Results come back in the order of the groups.
+memory (or whose worker could not start) beside other workers runs again alone. Results come back in the order of the
+groups.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ def probe_bytes(config: Mapping[str, Any], full_scores: bool = True) -> int:
     math = scores * 4 * (4 if train else 2) if full_scores else 0
     mask = b * sq * sk * 5
     return tensors + math + mask + min(scores * 8 * 3, REFERENCE_BYTES)
+
+
+def _again(result: Mapping[str, Any]) -> bool:
+    """Whether a probe run beside other workers must run again alone: it ran out of memory, or its worker could not
+    start (a CUDA context finds no memory either)."""
+    return result.get("outcome") == Outcome.OUT_OF_MEMORY or (
+        result.get("outcome") == Outcome.CRASHED and str(result.get("error") or "").startswith("worker start failed"))
 
 
 class ProbePool:
@@ -166,7 +174,7 @@ class ProbePool:
                         if self.stopped:
                             return
                         res = probe(sup, g)
-                        if any(r.get("outcome") == Outcome.OUT_OF_MEMORY for r in res):
+                        if any(_again(r) for r in res):
                             deferred[g] = res
                         else:
                             settle(g, res)
@@ -205,7 +213,7 @@ class ProbePool:
                     if self.stopped:
                         return
                     res = list(deferred[g])
-                    again = [i for i, r in enumerate(res) if r.get("outcome") == Outcome.OUT_OF_MEMORY]
+                    again = [i for i, r in enumerate(res) if _again(r)]
                     for i, r in zip(again, probe(self.sup, g, again)):
                         res[i] = r
                     settle(g, res)
