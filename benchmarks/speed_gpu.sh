@@ -2,6 +2,10 @@
 # On a GPU machine, from the root of a tree holding this change, with the code before it at $BASE (default base/):
 #   PART=stress: the bundled `verify --stress --seed 7`, before then after, each in a cold compile cache
 #   PART=verify: the bundled `verify --seed 7`, before then after; then `bench` on benchmarks/memory_shapes.jsonl
+#   PART=jobs: this tree alone, `--jobs 1` against `--jobs $JOBS` (default 8), each in a cold compile cache: the
+#     bundled `verify` ($VARGS), then the bundled `verify --stress` with --jobs $JOBS, again with that run's compile
+#     cache warm, then with --jobs 1 in what is left of $BUDGET seconds (or $STRESS_J1: that run's record from an
+#     earlier call); $RECORDED: a recorded stress run to compare
 # Each run records its observations; benchmarks/speed_compare.py says whether every outcome is the same.
 # Wheels in .whl/ (cudnn-frontend) go to /tmp/site first. Results go to $OUT; a short table is printed last.
 set -u
@@ -17,10 +21,13 @@ BSHIM=$(mktemp -d)
 ln -s "$PWD/$BASE/kernels" "$BSHIM/attndoctor_kernels"
 ln -s "$PWD/$BASE/rules" "$BSHIM/attndoctor_rules"
 BEFORE_PATH="$PWD/$BASE:$BSHIM:/tmp/site"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/table.txt"
-one() {  # label, python path, limit s, attndoctor arguments...
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; echo "cores: $(nproc)"; } \
+  > "$OUT/table.txt"
+START=$(ms)
+left() { echo $(( ${BUDGET:-560} - ($(ms) - START) / 1000 )); }
+one() {  # label, python path, limit s, attndoctor arguments... ($CACHE: a compile cache folder to use)
   local label=$1 path=$2 limit=$3; shift 3
-  local cache; cache=$(mktemp -d)
+  local cache=${CACHE:-}; [ -n "$cache" ] || cache=$(mktemp -d)
   local t; t=$(ms)
   (cd "$(mktemp -d)" && PYTHONPATH=$path TORCHINDUCTOR_CACHE_DIR=$cache/inductor TRITON_CACHE_DIR=$cache/triton \
     timeout "$limit" python3 -m attndoctor "$@") > "$OUT/$label.txt" 2>> "$OUT/stderr.txt"
@@ -32,6 +39,26 @@ if [ "$PART" = stress ]; then
   one stress_before "$BEFORE_PATH" 280 verify --stress --seed 7 --format json --record "$OUT/stress_before.jsonl"
   one stress_after "$AFTER_PATH" 280 verify --stress --seed 7 --format json --record "$OUT/stress_after.jsonl"
   python3 benchmarks/speed_compare.py "$OUT/stress_before.jsonl" "$OUT/stress_after.jsonl" | tee -a "$OUT/table.txt"
+elif [ "$PART" = jobs ]; then
+  J=${JOBS:-8}
+  one verify_j1 "$AFTER_PATH" 120 verify --seed 7 $VARGS --jobs 1 --format json --record "$OUT/verify_j1.jsonl"
+  one verify_j$J "$AFTER_PATH" 120 verify --seed 7 $VARGS --jobs "$J" --format json --record "$OUT/verify_j$J.jsonl"
+  python3 benchmarks/speed_compare.py "$OUT/verify_j1.jsonl" "$OUT/verify_j$J.jsonl" | tee -a "$OUT/table.txt"
+  WARM=$(mktemp -d)
+  CACHE=$WARM one stress_j$J "$AFTER_PATH" 300 verify --stress --seed 7 --jobs "$J" --format json \
+    --record "$OUT/stress_j$J.jsonl"
+  CACHE=$WARM one stress_j${J}_warm "$AFTER_PATH" 150 verify --stress --seed 7 --jobs "$J" --format json \
+    --record "$OUT/stress_j${J}_warm.jsonl"
+  python3 benchmarks/speed_compare.py "$OUT/stress_j$J.jsonl" "$OUT/stress_j${J}_warm.jsonl" | head -3 \
+    | tee -a "$OUT/table.txt"
+  [ -f "${RECORDED:-}" ] && { echo "against $RECORDED:"; python3 benchmarks/speed_compare.py "$RECORDED" \
+    "$OUT/stress_j$J.jsonl"; } | head -3 | tee -a "$OUT/table.txt"
+  if [ -f "${STRESS_J1:-}" ]; then cp "$STRESS_J1" "$OUT/stress_j1.jsonl"; else
+  T=$(( $(left) - 8 )); [ "$T" -gt 30 ] || T=30
+  one stress_j1 "$AFTER_PATH" "$T" verify --stress --seed 7 --jobs 1 --format json --record "$OUT/stress_j1.jsonl"
+  fi
+  [ -f "$OUT/stress_j1.jsonl" ] && python3 benchmarks/speed_compare.py "$OUT/stress_j1.jsonl" "$OUT/stress_j$J.jsonl" \
+    | tee -a "$OUT/table.txt"
 else
   one verify_before "$BEFORE_PATH" 60 verify --seed 7 $VARGS --format json --record "$OUT/verify_before.jsonl"
   one verify_after "$AFTER_PATH" 60 verify --seed 7 $VARGS --format json --record "$OUT/verify_after.jsonl"
@@ -40,7 +67,7 @@ else
   (cd "$(mktemp -d)" && PYTHONPATH=$AFTER_PATH COLUMNS=160 timeout 40 python3 -m attndoctor bench --config-file \
     "$ROOT/benchmarks/memory_shapes.jsonl" --seed 7 --format json > "$OUT/bench_memory.json" 2>> "$OUT/stderr.txt")
 fi
-for f in "$OUT"/*_before.txt "$OUT"/*_after.txt; do
+for f in "$OUT"/*_before.txt "$OUT"/*_after.txt "$OUT"/*_j*.txt; do
   [ -f "$f" ] && python3 - "$f" <<'PY' | tee -a "$OUT/table.txt"
 import json, sys
 try:

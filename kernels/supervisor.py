@@ -145,11 +145,19 @@ class Supervisor:
         self.env["PYTHONUNBUFFERED"] = "1"
         self.cwd = cwd
         self.prepare_on_start = prepare
+        self._settings = {"device": device, "timeout": timeout, "startup_timeout": startup_timeout,
+                          "runner_modules": tuple(self.runner_modules), "python": python, "env": dict(self.env),
+                          "cwd": cwd, "prepare": prepare}
         self.worker: _Worker | None = None
         self.starts = 0
         self.restarts = 0
         self.info: dict[str, Any] = {}
+        self.prepared = False
         self._next_id = 0
+
+    def clone(self) -> "Supervisor":
+        """A new supervisor with this one's settings and its own worker (for probes run side by side)."""
+        return Supervisor(**self._settings)
 
     # ---- lifecycle
 
@@ -165,8 +173,26 @@ class Supervisor:
             cmd += ["--runners", ",".join(self.runner_modules)]
         return cmd
 
+    def load(self) -> None:
+        """Start a worker and import torch in it without initialising CUDA (no GPU memory taken), so that a later
+        `start` is quick; best effort: a worker that fails here is started again by `start`."""
+        try:
+            self._spawn()
+            self._call({"op": "load"}, self.startup_timeout)
+        except (WorkerError, TimeoutError, OSError):
+            self._drop()
+
     def start(self) -> None:
         """Start a worker (and initialise CUDA in it); raises WorkerError when it does not come up."""
+        if self.worker is not None and self.worker.proc.poll() is None:
+            if self.prepare_on_start and not self.prepared:
+                self._prepare()
+            return
+        self._spawn()
+        if self.prepare_on_start:
+            self._prepare()
+
+    def _spawn(self) -> None:
         if self.worker is not None and self.worker.proc.poll() is None:
             return
         if self.starts:
@@ -185,13 +211,19 @@ class Supervisor:
         if hello is None:
             raise WorkerError(f"the worker did not start: {worker.exit_text()}")
         self.worker = worker
-        if self.prepare_on_start:
+        self.prepared = False
+
+    def _prepare(self) -> None:
+        try:
             reply = self._call({"op": "prepare"}, self.startup_timeout)
-            if reply is None or "error" in reply:
-                why = (reply or {}).get("error") or self._dead_text()
-                self._drop()
-                raise WorkerError(f"the worker could not initialise {self.device}: {why}")
-            self.info = reply.get("info", {})
+        except TimeoutError:
+            reply = {"error": f"no answer within {self.startup_timeout:.0f} s"}
+        if reply is None or "error" in reply:
+            why = (reply or {}).get("error") or self._dead_text()
+            self._drop()
+            raise WorkerError(f"the worker could not initialise {self.device}: {why}")
+        self.info = reply.get("info", {})
+        self.prepared = True
 
     def close(self) -> None:
         worker, self.worker = self.worker, None

@@ -4,7 +4,8 @@ Started by supervisor.Supervisor as `python -u .../worker.py`; it loads its own 
 whether attndoctor is installed or only on PYTHONPATH. Library output never reaches the protocol: the reply
 channel is a private copy of stdout, and file descriptor 1 is pointed at stderr before any library loads.
 
-Requests: {"id": n, "op": "inventory", "backends": [...]}, {"id": n, "op": "prepare"},
+Requests: {"id": n, "op": "inventory", "backends": [...]}, {"id": n, "op": "load"} (import torch, no CUDA),
+{"id": n, "op": "prepare"},
 {"id": n, "op": "probe", "backend": b, "config": {...}, "seed": s, "repeats": r, "regime": name (optional)},
 {"id": n, "op": "probes", "items": [probe requests]} (one reply per item, {"id": n, "index": i, "result": ...}),
 {"id": n, "op": "bench", "backend": b, "config": {...}, "seed": s, "options": {runs, max_runs, budget_ms, graphs,
@@ -142,6 +143,7 @@ def _prepare(context: WorkerContext) -> dict[str, Any]:
         torch.cuda.synchronize()
         info["gpu"] = torch.cuda.get_device_name(context.device)
         info["capability"] = list(torch.cuda.get_device_capability(context.device))
+        info["memory_free"], info["memory_total"] = torch.cuda.mem_get_info(context.device)
     return info
 
 
@@ -171,6 +173,10 @@ def serve(inp: TextIO, out: TextIO, runners: dict[str, Any], context: WorkerCont
                 send({"id": rid, "inventory": _inventory(runners, list(request.get("backends") or runners))})
             elif op == "prepare":
                 send({"id": rid, "info": _prepare(context)})
+            elif op == "load":  # import the libraries ahead of the first probe, without touching the GPU
+                import torch  # noqa: F401
+
+                send({"id": rid, "loaded": True})
             elif op == "probes":
                 # many probes, one reply each (tagged with its index); the batch stops at the first that needs a
                 # fresh worker or breaks the runner: the parent sends the rest again

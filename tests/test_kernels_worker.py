@@ -152,3 +152,10 @@ def test_train_and_infer_share_the_data_and_reference_but_each_probe_runs_as_its
     infer = context.case(case_spec(make_config({**values, "train": False}).to_dict()), 7)
     assert train.spec.train is True and infer.spec.train is False
     assert infer.q is train.q and infer.reference is train.reference
+
+
+def test_a_loaded_worker_is_the_one_that_starts_later(sup):
+    sup.load()
+    pid = sup.pid
+    assert pid is not None and sup.starts == 1 and not sup.prepared
+    assert _pid(sup.probe("fake-ok", {})) == pid and sup.starts == 1

@@ -312,7 +312,7 @@ def _command(name: str):
 
 @pytest.mark.parametrize("command,flag,value,low", [
     ("verify", "--repeats", "-1", 0), ("verify", "--seed", "-1", 0), ("bench", "--seed", "-5", 0),
-    ("bench", "--runs", "0", 1), ("bench", "--sets", "-1", 0),
+    ("bench", "--runs", "0", 1), ("bench", "--sets", "-1", 0), ("verify", "--jobs", "0", 1),
 ])
 def test_whole_number_options_have_one_range(cli, command, flag, value, low):
     code, out, err = cli(command, flag, value)

@@ -23,6 +23,10 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
                                        "rows that attend to nothing, fp16 near its top, strided output gradients), "
                                        "at lengths around the kernels' tiles; judge output and gradients against "
                                        "float64 and the other backends."),
+           jobs: Optional[int] = typer.Option(None, "--jobs", callback=at_least(1),
+                                              help="Worker processes run side by side on the GPU, each shape in "
+                                              "one of them (default: min(8, cores), fewer where GPU memory is "
+                                              "short; 1 on the CPU). Outcomes do not depend on it."),
            config: dict[str, Any], output: dict[str, Any]) -> None:
     """Run each config on each installed backend for real (forward, and backward when training) and show whether
     the rules were right: confirmed or CONTRADICTED, the library's own error, the error against float64, the time."""
@@ -42,7 +46,7 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
         try:
             found = run_stress(configs, environment, backends=output.get("backend"), timeout=timeout, seed=seed,
                                record=record, rules_dir=output.get("rules_dir"), progress=update, device=device,
-                               ignore=project.ignore)
+                               ignore=project.ignore, jobs=jobs)
         finally:
             close()
         write("stress", fmt, found, output.get("output_file"), detailed=bool(output.get("details")))
@@ -50,7 +54,7 @@ def verify(*, record: Optional[str] = typer.Option(None, "--record", help="Write
     try:
         report = run_verify(configs, environment, backends=output.get("backend"), timeout=timeout, repeats=repeats,
                             seed=seed, record=record, rules_dir=output.get("rules_dir"), progress=update,
-                            device=device)
+                            device=device, jobs=jobs)
     finally:
         close()
     write("verify", fmt, report, output.get("output_file"), detailed=bool(output.get("details")))

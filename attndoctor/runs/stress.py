@@ -217,13 +217,16 @@ ProgressFn = Callable[[int, int, str], None]
 def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
-               runner_modules: Iterable[str] = (), supervisor: Any = None, ignore: Iterable[str] = ()) -> StressReport:
-    """Probe every (stress variant, regime, backend) in one worker and judge each case across backends."""
+               runner_modules: Iterable[str] = (), supervisor: Any = None, ignore: Iterable[str] = (),
+               jobs: int | None = None) -> StressReport:
+    """Probe every (stress variant, regime, backend) in the kernel workers and judge each case across backends."""
     import random
 
     from ..engine.evaluate import Evaluator
     from ..engine.rules import load_rulebase
-    from .verification import backend_environment, fill_defaults, kernel_worker, probe_all, recorded_environment
+    from .parallel import ProbePool, default_jobs, probe_bytes
+    from .verification import (backend_environment, fill_defaults, kernel_worker, recorded_environment,
+                               resolve_jobs, shape_key)
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -239,21 +242,25 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
     lines: list[str] = []
     environment = recorded_environment(env)
     with kernel_worker(supervisor, device=device, timeout=timeout, runner_modules=runner_modules,
-                       backends=backends or ids, command="verify --stress") as (sup, inventory):
+                       backends=backends or ids, command="verify --stress",
+                       jobs=default_jobs(device) if jobs is None else jobs) as (sup, inventory):
         run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
         total = len(variants) * len(REGIMES) * len(run)
-        done = 0
         ran: dict[tuple[int, str], list[dict[str, Any]]] = {}
-        for index, regime in plan_cases(variants):
-            config = variants[index]
+        cases = plan_cases(variants)
+        shapes = [variants[index].to_dict() for index, _ in cases]
 
-            def starting(i: int, base: int = done, name: str = str(config.name), regime: str = regime) -> None:
-                if progress:
-                    progress(base + i, total, f"{name} · {regime} · {run[i]}")
+        def starting(g: int, i: int, n: int) -> None:
+            if progress:
+                index, regime = cases[g]
+                progress(n, total, f"{variants[index].name} · {regime} · {run[i]}")
 
-            ran[index, regime] = probe_all(sup, [{"backend": b, "config": config.to_dict(), "seed": seed,
-                                                  "regime": regime} for b in run], before=starting)
-            done += len(run)
+        pool = ProbePool(sup, resolve_jobs(jobs, device, sup))
+        groups = [[{"backend": b, "config": shape, "seed": seed, "regime": regime} for b in run]
+                  for shape, (_, regime) in zip(shapes, cases)]
+        for g, results in pool.run(groups, [shape_key(s) for s in shapes], [probe_bytes(s) for s in shapes],
+                                   before=starting):
+            ran[cases[g]] = results
         for index, config in enumerate(variants):
             for regime in REGIMES:
                 results: dict[str, dict[str, Any]] = {}

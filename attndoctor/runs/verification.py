@@ -259,12 +259,15 @@ def verify_device(env: Environment, command: str = "verify") -> str:
 
 @contextlib.contextmanager
 def kernel_worker(supervisor: Any, *, device: str, timeout: float, runner_modules: Iterable[str],
-                  backends: Sequence[str], command: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+                  backends: Sequence[str], command: str, jobs: int = 1) -> Iterator[tuple[Any, dict[str, Any]]]:
     """The worker that runs the kernels, and what it finds installed; one started here is closed here, one passed
     in stays the caller's."""
     from attndoctor_kernels.supervisor import Supervisor, WorkerError
 
-    sup = supervisor or Supervisor(device=device, timeout=timeout, runner_modules=runner_modules)
+    from .parallel import worker_env
+
+    sup = supervisor or Supervisor(device=device, timeout=timeout, runner_modules=runner_modules,
+                                   env=worker_env(jobs))
     try:
         try:
             inventory = sup.inventory(backends)
@@ -309,14 +312,29 @@ def _record_stream(record: str | None) -> IO[str] | None:
         raise UsageError(f"--record: cannot write {record} ({exc.strerror})") from None
 
 
+def resolve_jobs(jobs: int | None, device: str, sup: Any) -> int:
+    """The number of workers: `jobs`, or the default for the device; fewer where the GPU's memory is short."""
+    from .parallel import default_jobs, fit_jobs
+
+    wanted = default_jobs(device) if jobs is None else max(1, int(jobs))
+    return fit_jobs(wanted, dict(getattr(sup, "info", {}) or {})) if wanted > 1 else 1
+
+
+def shape_key(config: Mapping[str, Any]) -> str:
+    """What makes a shape for the libraries' plans and compiles: the config without its name and train flag."""
+    return json.dumps({k: v for k, v in config.items() if k not in ("name", "train", "origin")}, sort_keys=True,
+                      default=str)
+
+
 def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, repeats: int = 3, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
                config_done: Callable[[AttentionConfig, list[Observation]], None] | None = None,
-               runner_modules: Iterable[str] = (), supervisor: Any = None) -> VerifyReport:
-    """Run every (config, backend) probe in one worker and compare with the rules. Records as it goes."""
+               runner_modules: Iterable[str] = (), supervisor: Any = None, jobs: int | None = None) -> VerifyReport:
+    """Run every (config, backend) probe in the kernel workers and compare with the rules. Records as it goes."""
     from ..engine.evaluate import Evaluator, build_facts
     from ..engine.rules import load_rulebase
+    from .parallel import FULL_SCORES, ProbePool, default_jobs, probe_bytes
 
     base = load_rulebase(rules_dir)
     ids = list(base.backend_ids)
@@ -338,21 +356,36 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     observations: list[Observation] = []
     with stream or contextlib.nullcontext(), kernel_worker(
             supervisor, device=device, timeout=timeout, runner_modules=runner_modules, backends=backends or ids,
-            command="verify") as (sup, inventory):
+            command="verify", jobs=default_jobs(device) if jobs is None else jobs) as (sup, inventory):
         run = list(backends) if backends else [b for b in ids if inventory.get(b, {}).get("installed")]
         total = len(filled) * len(run)
-        done = 0
         backend_by_id = {b.id: b for b in base.backends}
-        for config, names in zip(filled, filled_names):
+        pool = ProbePool(sup, resolve_jobs(jobs, device, sup))
+        # side by side, a config's backends that hold the whole score matrix form a group of their own, so that only
+        # they run alone when the shape is too large to share the GPU
+        parts: list[tuple[int, list[int]]] = []
+        for c in range(len(filled)):
+            split = [[i for i, b in enumerate(run) if (b in FULL_SCORES) == heavy] for heavy in (False, True)]
+            parts.extend((c, idx) for idx in (split if pool.parallel else [list(range(len(run)))]) if idx or not run)
+        groups = [[{"backend": run[i], "config": filled[c].to_dict(), "seed": seed, "repeats": repeats} for i in idx]
+                  for c, idx in parts]
+        keys = [shape_key(filled[c].to_dict()) for c, _ in parts]
+        sizes = [probe_bytes(filled[c].to_dict(), any(run[i] in FULL_SCORES for i in idx)) for c, idx in parts]
+
+        def starting(g: int, i: int, n: int) -> None:
+            if progress:
+                c, idx = parts[g]
+                progress(n, total, f"{filled[c].name or filled[c].label()} · {run[idx[i]]}")
+
+        collected: dict[int, dict[str, Any]] = {}
+        for g, got in pool.run(groups, keys, sizes, before=starting):
+            c, idx = parts[g]
+            collected.update(zip(idx, got))
+            if g + 1 < len(parts) and parts[g + 1][0] == c:
+                continue
+            results = [collected.pop(i) for i in range(len(run))]
+            config, names = filled[c], filled_names[c]
             batch: list[Observation] = []
-            label = config.name or config.label()
-
-            def starting(i: int, base: int = done, label: str = label) -> None:
-                if progress:
-                    progress(base + i, total, f"{label} · {run[i]}")
-
-            results = probe_all(sup, [{"backend": b, "config": config.to_dict(), "seed": seed, "repeats": repeats}
-                                      for b in run], before=starting)
             for backend_id, result in zip(run, results):
                 b_env = backend_environment(env, backend_id)
                 verdict = evaluator.verdict(backend_by_id[backend_id], config, b_env,
@@ -363,7 +396,6 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
                                   rules=tuple(f.id for f in verdict.findings if f.blocking and f.applies is not False),
                                   defaults=names)
                 batch.append(obs)
-                done += 1
             math = next((o for o in batch if o.backend == "sdpa-math" and o.outcome == "ok"), None)
             for o in batch:
                 if math is not None and o is not math:
@@ -378,7 +410,7 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
         if progress:
             progress(total, total, "done")
         info = dict(getattr(sup, "info", {}) or {})
-        starts = int(getattr(sup, "starts", 0))
+        starts = pool.starts
     return VerifyReport(environment=env, observations=observations, inventory=inventory, backends=run,
                         configs=filled, defaults=defaults, seed=seed, wall_s=time.monotonic() - started,
                         worker_starts=starts, worker_info=info, record_path=record)
