@@ -131,113 +131,125 @@ class ProbePool:
 
     def _run_parallel(self, groups: Sequence[Sequence[Mapping[str, Any]]], keys: Sequence[Hashable],
                       sizes: Sequence[int], before: BeforeFn | None) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-        from .verification import probe_all
-
-        count = len(groups)
-        results: list[list[dict[str, Any]] | None] = [None] * count
-        cond = threading.Condition()
-        failures: list[BaseException] = []
-        state = {"started": 0}
         free = int((getattr(self.sup, "info", None) or {}).get("memory_free") or 0)
         share = free * 3 // (4 * self.jobs) if free else 0
-        alone = [g for g in range(count) if share and g < len(sizes) and sizes[g] > share]
+        alone = [g for g in range(len(groups)) if share and g < len(sizes) and sizes[g] > share]
         bundles: dict[Hashable, list[int]] = {}
-        for g in range(count):
+        for g in range(len(groups)):
             if g not in alone:
                 bundles.setdefault(keys[g], []).append(g)
-        queue = list(bundles.values())
+        yield from _Round(self, groups, alone, list(bundles.values()), before).results()
 
-        def probe(sup: Any, g: int, only: Sequence[int] | None = None) -> list[dict[str, Any]]:
-            picked = list(range(len(groups[g]))) if only is None else list(only)
 
-            def starting(i: int) -> None:
-                with cond:
-                    if before and only is None:
-                        before(g, picked[i], state["started"])
-                    state["started"] += only is None
+class _Round:
+    """One parallel run of a pool: the large groups alone first, then the bundles across the workers, then the
+    probes that ran out of memory beside others again alone; results handed back in group order."""
 
-            return probe_all(sup, [groups[g][i] for i in picked], before=starting)
+    def __init__(self, pool: ProbePool, groups: Sequence[Sequence[Mapping[str, Any]]], alone: list[int],
+                 queue: list[list[int]], before: BeforeFn | None) -> None:
+        self.pool, self.groups, self.alone, self.queue, self.before = pool, groups, alone, queue, before
+        self.done: list[list[dict[str, Any]] | None] = [None] * len(groups)
+        self.cond = threading.Condition()
+        self.failures: list[BaseException] = []
+        self.started = 0
+        self.deferred: dict[int, list[dict[str, Any]]] = {}
 
-        def settle(g: int, res: list[dict[str, Any]]) -> None:
-            with cond:
-                results[g] = res
-                cond.notify_all()
+    def probe(self, sup: Any, g: int, only: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        from .verification import probe_all
 
-        def serve(sup: Any, deferred: dict[int, list[dict[str, Any]]]) -> None:
-            try:
-                while not self.stopped:
-                    with cond:
-                        if not queue:
-                            return
-                        bundle = queue.pop(0)
-                    for g in bundle:
-                        if self.stopped:
-                            return
-                        res = probe(sup, g)
-                        if any(_again(r) for r in res):
-                            deferred[g] = res
-                        else:
-                            settle(g, res)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                with cond:
-                    failures.append(exc)
-                    cond.notify_all()
+        picked = list(range(len(self.groups[g]))) if only is None else list(only)
 
-        def coordinate() -> None:
-            try:
-                lanes = min(self.jobs, len(queue))
-                self.clones = [self.sup.clone() for _ in range(max(0, lanes - 1))]
-                go = threading.Event()
-                deferred: dict[int, list[dict[str, Any]]] = {}
+        def starting(i: int) -> None:
+            with self.cond:
+                if self.before and only is None:
+                    self.before(g, picked[i], self.started)
+                self.started += only is None
 
-                def lane(sup: Any) -> None:
-                    load = getattr(sup, "load", None)
-                    if sup is not self.sup and load is not None:
-                        load()  # python and torch load while the large shapes run; CUDA waits for `go`
-                    go.wait()
-                    serve(sup, deferred)
+        return probe_all(sup, [self.groups[g][i] for i in picked], before=starting)
 
-                threads = [threading.Thread(target=lane, args=(s,), daemon=True) for s in [self.sup, *self.clones]]
-                for t in threads:
-                    t.start()
-                for g in alone:
-                    if self.stopped:
-                        break
-                    settle(g, probe(self.sup, g))
-                go.set()
-                for t in threads:
-                    t.join()
-                for c in self.clones:
-                    c.close()  # their memory goes back before the probes that ran out of it run again alone
-                for g in sorted(deferred):
-                    if self.stopped:
+    def settle(self, g: int, res: list[dict[str, Any]]) -> None:
+        with self.cond:
+            self.done[g] = res
+            self.cond.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        with self.cond:
+            self.failures.append(exc)
+            self.cond.notify_all()
+
+    def serve(self, sup: Any) -> None:
+        try:
+            while not self.pool.stopped:
+                with self.cond:
+                    if not self.queue:
                         return
-                    res = list(deferred[g])
-                    again = [i for i, r in enumerate(res) if _again(r)]
-                    for i, r in zip(again, probe(self.sup, g, again)):
-                        res[i] = r
-                    settle(g, res)
-            except BaseException as exc:  # noqa: BLE001
-                with cond:
-                    failures.append(exc)
-                    cond.notify_all()
+                    bundle = self.queue.pop(0)
+                for g in bundle:
+                    if self.pool.stopped:
+                        return
+                    res = self.probe(sup, g)
+                    if any(_again(r) for r in res):
+                        self.deferred[g] = res
+                    else:
+                        self.settle(g, res)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self.fail(exc)
 
-        boss = threading.Thread(target=coordinate, daemon=True)
+    def coordinate(self) -> None:
+        pool = self.pool
+        try:
+            lanes = min(pool.jobs, len(self.queue))
+            pool.clones = [pool.sup.clone() for _ in range(max(0, lanes - 1))]
+            go = threading.Event()
+
+            def lane(sup: Any) -> None:
+                load = getattr(sup, "load", None)
+                if sup is not pool.sup and load is not None:
+                    load()  # python and torch load while the large shapes run; CUDA waits for `go`
+                go.wait()
+                self.serve(sup)
+
+            threads = [threading.Thread(target=lane, args=(s,), daemon=True) for s in [pool.sup, *pool.clones]]
+            for t in threads:
+                t.start()
+            for g in self.alone:
+                if pool.stopped:
+                    break
+                self.settle(g, self.probe(pool.sup, g))
+            go.set()
+            for t in threads:
+                t.join()
+            for c in pool.clones:
+                c.close()  # their memory goes back before the probes that ran out of it run again alone
+            self.rerun_alone()
+        except BaseException as exc:  # noqa: BLE001
+            self.fail(exc)
+
+    def rerun_alone(self) -> None:
+        for g in sorted(self.deferred):
+            if self.pool.stopped:
+                return
+            res = list(self.deferred[g])
+            again = [i for i, r in enumerate(res) if _again(r)]
+            for i, r in zip(again, self.probe(self.pool.sup, g, again)):
+                res[i] = r
+            self.settle(g, res)
+
+    def results(self) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        boss = threading.Thread(target=self.coordinate, daemon=True)
         boss.start()
         try:
-            for g in range(count):
-                with cond:
-                    while results[g] is None and not failures:
-                        if not boss.is_alive() and results[g] is None:
-                            break
-                        cond.wait(0.5)
-                    if failures:
-                        raise failures[0]
-                    res = results[g]
+            for g in range(len(self.groups)):
+                with self.cond:
+                    while self.done[g] is None and not self.failures and boss.is_alive():
+                        self.cond.wait(0.5)
+                    if self.failures:
+                        raise self.failures[0]
+                    res = self.done[g]
                 if res is None:
                     raise RuntimeError("the probe pool stopped before every group ran")
                 yield g, res
         finally:
-            self.stopped = True
-            for c in self.clones:
+            self.pool.stopped = True
+            for c in self.pool.clones:
                 c.close()

@@ -11,7 +11,7 @@ import json
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .._version import __version__
 from ..config import AttentionConfig, make_config
@@ -214,6 +214,17 @@ def repro_script(config: AttentionConfig, regime: str, backend: str) -> str:
 ProgressFn = Callable[[int, int, str], None]
 
 
+def _record_line(environment: Mapping[str, Any], config: AttentionConfig, backend_id: str, regime: str,
+                 result: Mapping[str, Any], seed: int) -> str:
+    """One probe as a --record line (the traceback left out: the record is for replay, not debugging)."""
+    return json.dumps({"schema_version": 1, "attndoctor": __version__, "environment": environment,
+                       "config": config.to_dict(), "backend": backend_id, "regime": regime,
+                       "outcome": result.get("outcome"), "errors": result.get("errors", {}),
+                       "tolerance": result.get("tolerance"),
+                       "details": {k: v for k, v in (result.get("details") or {}).items() if k != "traceback"},
+                       "error": result.get("error", ""), "seed": seed}, default=str)
+
+
 def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
@@ -269,14 +280,7 @@ def run_stress(configs: Sequence[AttentionConfig], env: Environment, *, backends
                         continue
                     probes += 1
                     results[backend_id] = result
-                    lines.append(json.dumps({"schema_version": 1, "attndoctor": __version__,
-                                             "environment": environment, "config": config.to_dict(),
-                                             "backend": backend_id, "regime": regime,
-                                             "outcome": result.get("outcome"), "errors": result.get("errors", {}),
-                                             "tolerance": result.get("tolerance"),
-                                             "details": {k: v for k, v in (result.get("details") or {}).items()
-                                                         if k != "traceback"},
-                                             "error": result.get("error", ""), "seed": seed}, default=str))
+                    lines.append(_record_line(environment, config, backend_id, regime, result, seed))
                 if not results:
                     continue
                 wrong, was_shared = judge(results)

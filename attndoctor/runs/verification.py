@@ -326,13 +326,35 @@ def shape_key(config: Mapping[str, Any]) -> str:
                       default=str)
 
 
+def _observe(config: AttentionConfig, names: tuple[str, ...], results: Iterable[tuple[str, Mapping[str, Any]]],
+             env: Environment, evaluator: Any, backend_by_id: Mapping[str, Any]) -> list[Observation]:
+    """One config's kernel results beside the rules' verdicts, each with the math kernel's error as its baseline."""
+    from ..engine.evaluate import build_facts
+
+    batch: list[Observation] = []
+    for backend_id, result in results:
+        b_env = backend_environment(env, backend_id)
+        verdict = evaluator.verdict(backend_by_id[backend_id], config, b_env,
+                                    facts=build_facts(config, b_env), search_fix=False)
+        outcome = str(result.get("outcome", "crashed"))
+        batch.append(Observation(config=config, backend=backend_id, outcome=outcome, predicted=verdict.status,
+                                 agreement=agreement(outcome, verdict.status), result=result,
+                                 rules=tuple(f.id for f in verdict.findings if f.blocking and f.applies is not False),
+                                 defaults=names))
+    math = next((o for o in batch if o.backend == "sdpa-math" and o.outcome == "ok"), None)
+    for o in batch:
+        if math is not None and o is not math:
+            o.baseline_error = math.rel_error
+    return batch
+
+
 def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends: Sequence[str] | None = None,
                timeout: float = 120.0, repeats: int = 3, seed: int | None = None, record: str | None = None,
                rules_dir: str | None = None, device: str = "cuda", progress: ProgressFn | None = None,
                config_done: Callable[[AttentionConfig, list[Observation]], None] | None = None,
                runner_modules: Iterable[str] = (), supervisor: Any = None, jobs: int | None = None) -> VerifyReport:
     """Run every (config, backend) probe in the kernel workers and compare with the rules. Records as it goes."""
-    from ..engine.evaluate import Evaluator, build_facts
+    from ..engine.evaluate import Evaluator
     from ..engine.rules import load_rulebase
     from .parallel import FULL_SCORES, ProbePool, default_jobs, probe_bytes
 
@@ -340,15 +362,10 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
     ids = list(base.backend_ids)
     base.check_backend_ids(backends)
     evaluator = Evaluator(base)
-    filled: list[AttentionConfig] = []
-    filled_names: list[tuple[str, ...]] = []
-    defaults: dict[str, tuple[str, ...]] = {}
-    for c in configs:
-        fc, names = fill_defaults(c)
-        filled.append(fc)
-        filled_names.append(names)
-        if names:
-            defaults[fc.name or fc.label()] = names
+    pairs = [fill_defaults(c) for c in configs]
+    filled = [fc for fc, _ in pairs]
+    filled_names = [names for _, names in pairs]
+    defaults = {fc.name or fc.label(): names for fc, names in pairs if names}
     seed = random.SystemRandom().randrange(1, 2**31 - 1) if seed is None else int(seed)
     environment = recorded_environment(env)
     started = time.monotonic()
@@ -384,22 +401,9 @@ def run_verify(configs: Sequence[AttentionConfig], env: Environment, *, backends
             if g + 1 < len(parts) and parts[g + 1][0] == c:
                 continue
             results = [collected.pop(i) for i in range(len(run))]
-            config, names = filled[c], filled_names[c]
-            batch: list[Observation] = []
-            for backend_id, result in zip(run, results):
-                b_env = backend_environment(env, backend_id)
-                verdict = evaluator.verdict(backend_by_id[backend_id], config, b_env,
-                                            facts=build_facts(config, b_env), search_fix=False)
-                outcome = str(result.get("outcome", "crashed"))
-                obs = Observation(config=config, backend=backend_id, outcome=outcome, predicted=verdict.status,
-                                  agreement=agreement(outcome, verdict.status), result=result,
-                                  rules=tuple(f.id for f in verdict.findings if f.blocking and f.applies is not False),
-                                  defaults=names)
-                batch.append(obs)
-            math = next((o for o in batch if o.backend == "sdpa-math" and o.outcome == "ok"), None)
+            config = filled[c]
+            batch = _observe(config, filled_names[c], zip(run, results), env, evaluator, backend_by_id)
             for o in batch:
-                if math is not None and o is not math:
-                    o.baseline_error = math.rel_error
                 if stream is not None:
                     stream.write(json.dumps(o.record(environment, seed), default=str) + "\n")
             if stream is not None:
