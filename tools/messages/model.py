@@ -148,6 +148,8 @@ def pattern_of(parts: list) -> tuple[str, dict]:
     for i, p in enumerate(parts):
         if p[0] == LIT:
             text, head, tail = p[1], "", ""
+            if i == len(parts) - 1:
+                text = text.rstrip() or text  # a prompt's or a line's trailing space does not survive a paste
             if i + 2 < len(parts) and parts[i + 1][0] != LIT and parts[i + 2][0] == LIT and text[-1:] in QUOTES \
                     and parts[i + 2][1].startswith(text[-1]):
                 text, tail = text[:-1], re.escape(text[-1]) + "?"
