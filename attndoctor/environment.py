@@ -31,6 +31,8 @@ BUILD_HINTS = {
 }
 REPORT_SCHEMA_VERSION = 1
 """The version of the `explain`/`check --format json` document, whose `environment` object is what env files hold."""
+BINARY_NOTE = "binary"
+"""The kind of the notes that install findings add to a report (engine/install.py): derived, so never read back."""
 ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
 TE_SWITCHES: dict[str, dict[str, str]] = {
     "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
@@ -125,7 +127,8 @@ class Environment:
         self.no_gpu = no_gpu
         self.notes: list[dict[str, str]] = [] if notes is None else notes
         self.binaries = binaries
-        """Compiled extensions read by the probe (probe/binaries.py): archs, ABI status, findings; None: not read."""
+        """Compiled extensions as the probe read them (probe/binaries.py): archs, ABI status; None: not read. Their
+        findings follow from them and the GPU (engine/install.py)."""
         self.archs = archs
         """The compute capabilities the GPU may have when only its architecture is known ('Blackwell'); sm is None."""
 
@@ -165,7 +168,8 @@ class Environment:
         return self.replace(env_vars=env_vars)
 
     def to_dict(self) -> dict[str, Any]:
-        """The environment as JSON; `explain --env-file` reads it back."""
+        """The facts as read, as JSON; reports write engine.install.environment_dict, which adds the install findings,
+        and `explain --env-file` reads either back."""
         return {
             "source": self.source,
             "gpu": self.gpu,
@@ -251,8 +255,8 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
             torch_cuda_available=data.get("torch_cuda_available"),
             cudnn_compiled=data.get("cudnn_compiled"),
             no_gpu=bool(data.get("no_gpu", False)),
-            notes=[n for n in notes if isinstance(n, Mapping)],
-            binaries=None if binaries is None else [dict(b) for b in binaries],
+            notes=[n for n in notes if isinstance(n, Mapping) and n.get("kind") != BINARY_NOTE],
+            binaries=None if binaries is None else [{k: v for k, v in b.items() if k != "findings"} for b in binaries],
         )
     except (TypeError, ValueError) as exc:
         if isinstance(exc, UsageError):
