@@ -251,3 +251,17 @@ def test_a_whatif_on_an_env_file_judges_its_binaries_on_the_whatif_gpu_as_read(t
     assert any("carries no sm120 kernels" in n["message"] for n in doc["notes"] if n["kind"] == "binary")
     text = "\n".join(line.plain for line in environment_lines(there))
     assert "error: PyTorch 2.9.0 carries no sm120 kernels" in text
+
+
+@pytest.mark.parametrize("field, value", [("sass", "80"), ("unresolved_count", "many"), ("unresolved", [1]),
+                                          ("device_code", "yes")])
+def test_an_env_file_binary_the_findings_cannot_read_is_one_usage_error(tmp_path, field, value):
+    from attndoctor.environment import load_env_file
+    from attndoctor.errors import UsageError
+
+    entry = {"package": "flash_attn", "label": "flash-attn", "abi": "unresolved", "unresolved": ["_Zx"],
+             "unresolved_count": 1, "sass": [80], "ptx": [], "device_code": True, field: value}
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps({"environment": {"gpu": "H100", "binaries": [entry]}}))
+    with pytest.raises(UsageError, match=rf"binaries\[0\]\.{field}: unexpected value"):
+        load_env_file(str(path))
