@@ -2,7 +2,7 @@
 
 import re
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -31,6 +31,8 @@ BUILD_HINTS = {
 }
 REPORT_SCHEMA_VERSION = 1
 """The version of the `explain`/`check --format json` document, whose `environment` object is what env files hold."""
+BINARY_NOTE = "binary"
+"""The kind of the notes that install findings add to a report (engine/install.py): derived, so never read back."""
 ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_", "CUDA_VISIBLE_DEVICES", "PYTORCH_")
 TE_SWITCHES: dict[str, dict[str, str]] = {
     "te-flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0", "NVTE_UNFUSED_ATTN": "0"},
@@ -125,7 +127,8 @@ class Environment:
         self.no_gpu = no_gpu
         self.notes: list[dict[str, str]] = [] if notes is None else notes
         self.binaries = binaries
-        """Compiled extensions read by the probe (probe/binaries.py): archs, ABI status, findings; None: not read."""
+        """Compiled extensions as the probe read them (probe/binaries.py): archs, ABI status; None: not read. Their
+        findings follow from them and the GPU (engine/install.py)."""
         self.archs = archs
         """The compute capabilities the GPU may have when only its architecture is known ('Blackwell'); sm is None."""
 
@@ -165,7 +168,8 @@ class Environment:
         return self.replace(env_vars=env_vars)
 
     def to_dict(self) -> dict[str, Any]:
-        """The environment as JSON; `explain --env-file` reads it back."""
+        """The facts as read, as JSON; reports write engine.install.environment_dict, which adds the install findings,
+        and `explain --env-file` reads either back."""
         return {
             "source": self.source,
             "gpu": self.gpu,
@@ -234,10 +238,7 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
         notes = data.get("notes") or []
         if not isinstance(notes, list):
             raise UsageError(f"{where}: notes: expected a list")
-        binaries = data.get("binaries")
-        if binaries is not None and (not isinstance(binaries, list) or
-                                     not all(isinstance(b, Mapping) for b in binaries)):
-            raise UsageError(f"{where}: binaries: expected a list of objects")
+        binaries = _binaries(data.get("binaries"), where)
         return Environment(
             source=str(data.get("source") or "env-file"),
             gpu=gpu,
@@ -251,13 +252,37 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
             torch_cuda_available=data.get("torch_cuda_available"),
             cudnn_compiled=data.get("cudnn_compiled"),
             no_gpu=bool(data.get("no_gpu", False)),
-            notes=[n for n in notes if isinstance(n, Mapping)],
-            binaries=None if binaries is None else [dict(b) for b in binaries],
+            notes=[n for n in notes if isinstance(n, Mapping) and n.get("kind") != BINARY_NOTE],
+            binaries=binaries,
         )
     except (TypeError, ValueError) as exc:
         if isinstance(exc, UsageError):
             raise
         raise UsageError(f"{where}: malformed environment ({exc})") from None
+
+
+_BINARY_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "sass": lambda v: isinstance(v, list) and all(isinstance(a, int) and not isinstance(a, bool) for a in v),
+    "ptx": lambda v: isinstance(v, list) and all(isinstance(a, int) and not isinstance(a, bool) for a in v),
+    "unresolved": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
+    "unresolved_demangled": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
+    "unresolved_count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "device_code": lambda v: isinstance(v, bool),
+}
+"""The fields of a binary entry that install findings compute with, and the values each may take (or null)."""
+
+
+def _binaries(value: Any, where: str) -> list[dict[str, Any]] | None:
+    """An env file's binaries as the probe read them: their findings are made again, so they are not read back."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(b, Mapping) for b in value):
+        raise UsageError(f"{where}: binaries: expected a list of objects")
+    for i, entry in enumerate(value):
+        bad = next((k for k, ok in _BINARY_FIELDS.items() if entry.get(k) is not None and not ok(entry[k])), None)
+        if bad is not None:
+            raise UsageError(f"{where}: binaries[{i}].{bad}: unexpected value {entry[bad]!r}")
+    return [{k: v for k, v in b.items() if k != "findings"} for b in value]
 
 
 def _str_map(value: Any, key: str, where: str) -> dict[str, str]:

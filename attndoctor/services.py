@@ -93,12 +93,7 @@ def whatif_environment(facts: Mapping[str, Any], env_file: str | None = None,
     values = {k: v for k, v in facts.items() if v is not None}
     if env_vars:
         values["env_vars"] = dict(env_vars)
-    env = environment_from_flags(values, base=base)
-    if base is not None and env.binaries and (env.sm, env.gpu) != (base.sm, base.gpu):
-        from .probe.install_findings import reannotate
-
-        reannotate(env)
-    return env
+    return environment_from_flags(values, base=base)
 
 
 def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""TransformerEngine advisories from the tracker sweep: each reaches the verdict of the backend it names, names its
-fix, and leaves the neighbouring releases and configs alone."""
+"""TransformerEngine advisories from the tracker sweeps (advisories_te_sweep.toml, and the fixes of 2.17-2.20 in
+advisories_te_220_sweep.toml): each reaches the verdict of the backend it names, names its fix, and leaves the
+neighbouring releases and configs alone."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from attndoctor.engine.rules import load_rulebase
 
 FILE = "advisories_te_sweep.toml"
+FILE_220 = "advisories_te_220_sweep.toml"
 
 
 def finding(doc, backend, rule):
@@ -23,6 +25,17 @@ def test_every_advisory_of_the_sweep_is_sourced_and_shows_both_sides():
         assert set(rule.backends) <= {"te-flash", "te-fused", "te-unfused"}, rule.id
         assert any("NVIDIA/TransformerEngine" in ref for ref in rule.references), rule.id
         assert rule.symptom and (rule.workaround or rule.fixes), rule.id
+        assert {e.applies for e in rule.examples} == {True, False}, rule.id
+
+
+def test_every_advisory_fixed_in_te_217_to_220_is_sourced_fixed_and_shows_both_sides():
+    rules = [r for r in load_rulebase().rules if r.file.endswith(FILE_220)]
+    assert len(rules) >= 5
+    for rule in rules:
+        assert rule.id.startswith("ADV-TE-") and rule.advisory, rule.id
+        assert set(rule.backends) <= {"te-flash", "te-fused", "te-unfused"}, rule.id
+        assert any("NVIDIA/TransformerEngine" in ref for ref in rule.references), rule.id
+        assert rule.fixed_in.get("te"), rule.id
         assert {e.applies for e in rule.examples} == {True, False}, rule.id
 
 
@@ -74,3 +87,47 @@ MLA_BUG = "ADV-TE-FUSED-HOPPER-MLA-BWD-CUDNN911"
 def test_hopper_mla_backward_bug_is_the_complement_of_te_exclusions(explain, te, cudnn, hit):
     doc = explain(*[a if a != "2.6.0" else te for a in MLA], "--cudnn", cudnn)
     assert (finding(doc, "te-fused", MLA_BUG)[1] is not None) == hit
+
+
+FA4_SM8X = ["--gpu", "A100", "--flash-attn-4", "4.0.0b30", "--flash-attn", "2.8.3", "--heads", "16", "--hdim", "128",
+            "--seqlen", "2048", "--dtype", "bf16", "--mask", "causal"]
+
+
+@pytest.mark.parametrize("te, mode, hit", [
+    ("2.18.0", "--train", True),
+    ("2.15.0", "--train", True),
+    ("2.19.0", "--train", False),
+    ("2.18.0", "--infer", False),
+])
+def test_flash_attn_4_training_on_ampere_fails_until_te_219(explain, te, mode, hit):
+    _, found = finding(explain(*FA4_SM8X, "--te", te, mode), "te-flash", "ADV-TE-FLASH-FA4-SM8X-TRAIN-BWD-ASSERT")
+    assert (found is not None) == hit
+    if hit:
+        assert found["fixed_in"] == {"te": "2.19.0"} and "Supported: 9.x" in found["symptom"]
+
+
+DET_THD = ["--gpu", "H100", "--te", "2.18.0", "--cudnn", "9.18.1", "--batch", "2", "--heads", "32", "--kv-heads", "8",
+           "--hdim", "128", "--dtype", "bf16", "--mask", "padding-causal", "--layout", "thd", "--train",
+           "--deterministic"]
+
+
+@pytest.mark.parametrize("seqlen, hit", [("131072", True), ("2048", False)])
+def test_deterministic_thd_backward_workspace_bites_from_two_to_the_thirty(explain, seqlen, hit):
+    _, found = finding(explain(*DET_THD, "--seqlen", seqlen), "te-fused",
+                       "ADV-TE-FUSED-SM90-DETERMINISTIC-THD-BWD-WORKSPACE-OOM")
+    assert (found is not None) == hit
+
+
+HD256_SWA = ["--gpu", "B200", "--flash-attn-4", "4.0.0b18", "--heads", "16", "--kv-heads", "8", "--hdim", "256",
+             "--seqlen", "4096", "--dtype", "bf16", "--mask", "causal", "--train"]
+
+
+@pytest.mark.parametrize("te, window, hit", [
+    ("2.17.0", "1023,0", True),
+    ("2.18.0", "1023,0", False),
+    ("2.17.0", "-1,0", False),
+])
+def test_fa4_head_dim_256_sliding_window_asserts_until_te_218(explain, te, window, hit):
+    _, found = finding(explain(*HD256_SWA, "--te", te, "--window", window), "te-flash",
+                       "ADV-TE-FLASH-FA4-SM100-HDIM256-SWA-ASSERT")
+    assert (found is not None) == hit

@@ -18,8 +18,8 @@ LONG_FUNCTIONS = {
 }
 """Functions over the limit in files that are otherwise within it: each is a debt named here, never a new one."""
 
-ENGINE_NEVER = ("torch", "rich", "typer")
-"""What the engine never imports: it answers without a GPU stack and prints nothing."""
+ENGINE_NEVER = ("torch", "rich", "typer", "subprocess")
+"""What the engine never imports: it answers without a GPU stack, runs no program and prints nothing."""
 ENGINE_NEVER_INSIDE = ("attndoctor.report", "attndoctor.cli", "attndoctor.console")
 
 

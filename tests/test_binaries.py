@@ -15,7 +15,7 @@ import pytest
 from attndoctor.environment import Environment, environment_from_flags
 from attndoctor.probe import binaries
 from attndoctor.probe.binaries import TorchExports, probe_binaries, read_binary, torch_library_paths
-from attndoctor.probe.install_findings import annotate, entry_findings, inspect_installed
+from attndoctor.engine.install import binary_findings, environment_dict, install_findings
 from attndoctor.report.text import environment_lines
 
 from conftest import fake_probe
@@ -44,6 +44,11 @@ def entry(fixture: str, package: str = "flash_attn", label: str = "flash-attn", 
             "path": str(ELF / fixture), **read_binary(str(ELF / fixture), FAKE_TORCH)}
 
 
+def _findings(entry: dict, **judged) -> list[dict]:
+    """The findings as `binaries[].findings` lists them."""
+    return [f.to_dict() for f in binary_findings(entry, **judged)]
+
+
 def test_the_fatbinary_gives_sass_and_ptx_archs_apart():
     ok = read_binary(str(ELF / "ext_ok.so"), FAKE_TORCH)
     stale = read_binary(str(ELF / "ext_stale.so"), FAKE_TORCH)
@@ -54,7 +59,7 @@ def test_the_fatbinary_gives_sass_and_ptx_archs_apart():
 
 
 def test_a_wheel_without_sm120_kernels_is_named_with_its_archs_and_the_fix():
-    found = entry_findings(entry("ext_ok.so"), sm=120, gpu="RTX 5090", torch_version="2.9.0")
+    found = _findings(entry("ext_ok.so"), sm=120, gpu="RTX 5090", torch_version="2.9.0")
     assert [f["kind"] for f in found] == ["arch"]
     f = found[0]
     assert f["severity"] == "error"
@@ -65,23 +70,26 @@ def test_a_wheel_without_sm120_kernels_is_named_with_its_archs_and_the_fix():
 
 @pytest.mark.parametrize("sm", [80, 86, 90])
 def test_machine_code_of_the_family_runs(sm):
-    assert entry_findings(entry("ext_ok.so"), sm=sm, gpu=None) == []
+    assert _findings(entry("ext_ok.so"), sm=sm, gpu=None) == []
 
 
 def test_ptx_alone_runs_through_the_jit_and_says_so():
-    found = entry_findings(entry("ext_stale.so"), sm=100, gpu="B200")
+    found = _findings(entry("ext_stale.so"), sm=100, gpu="B200")
     arch = [f for f in found if f["kind"] == "arch"]
     assert len(arch) == 1 and arch[0]["severity"] == "warning"
     assert "compiles its PTX at first use" in arch[0]["message"]
-    assert not [f for f in entry_findings(entry("ext_stale.so"), sm=86, gpu=None) if f["kind"] == "arch"]
+    assert not [f for f in _findings(entry("ext_stale.so"), sm=86, gpu=None) if f["kind"] == "arch"]
 
 
 def test_a_wheel_built_against_another_torch_shows_the_unresolved_symbol():
     stale = read_binary(str(ELF / "ext_stale.so"), FAKE_TORCH)
     assert stale["abi"] == "unresolved"
     assert stale["unresolved"] == [STALE_SYMBOL] and stale["unresolved_count"] == 1
+    # the C++ name is read with the symbol (c++filt runs here, on the probe's side), so judging it runs nothing
+    assert stale["unresolved_demangled"] == (["c10::TensorImpl::set_storage_offset(long)"] if shutil.which("c++filt")
+                                             else [STALE_SYMBOL])
     assert read_binary(str(ELF / "ext_ok.so"), FAKE_TORCH)["abi"] == "ok"
-    found = [f for f in entry_findings(entry("ext_stale.so"), sm=90, gpu="H100", torch_version="2.9.0")
+    found = [f for f in _findings(entry("ext_stale.so"), sm=90, gpu="H100", torch_version="2.9.0")
              if f["kind"] == "abi"]
     assert len(found) == 1 and found[0]["severity"] == "error"
     assert "built against another torch" in found[0]["message"]
@@ -102,7 +110,7 @@ def test_damaged_files_are_reported_not_raised(tmp_path):
                  tmp_path / "missing.so"):
         facts = read_binary(str(path), FAKE_TORCH)
         assert facts["error"], path
-        found = entry_findings({"package": "xformers", "label": "xformers", "version": "0.0.35",
+        found = _findings({"package": "xformers", "label": "xformers", "version": "0.0.35",
                                 "file": path.name, **facts}, sm=90, gpu="H100")
         assert [f["kind"] for f in found] == ["unreadable"]
         assert "pip install --force-reinstall --no-deps xformers" == found[0]["fix"]
@@ -142,15 +150,15 @@ def test_the_probe_finds_extensions_through_distribution_files(site):
 
     env = Environment(source="probe", gpu="RTX 5090", sm=120, versions={"torch": "2.9.0"},
                       binaries=probe_binaries(use_cache=False))
-    annotate(env)
-    kinds = {(e["package"], f["kind"], f["severity"]) for e in env.binaries for f in e["findings"]}
+    doc = environment_dict(env)
+    kinds = {(e["package"], f["kind"], f["severity"]) for e in doc["binaries"] for f in e["findings"]}
     assert kinds == {("flash_attn", "arch", "warning"), ("flash_attn", "abi", "error"), ("torch", "arch", "error")}
-    assert any(n["kind"] == "binary" and "torch 2.9.0 does not export" in n["message"] for n in env.notes)
+    assert any(n["kind"] == "binary" and "torch 2.9.0 does not export" in n["message"] for n in doc["notes"])
     text = "\n".join(line.plain for line in environment_lines(env))
     assert ("binary flash-attn 2.7.4 flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so: SASS sm80, PTX sm90; "
             "torch symbols UNRESOLVED (1)") in text
     assert "binary PyTorch 2.9.0 libtorch_cuda.so: SASS sm80 sm90, PTX none" in text
-    assert {(f["package"], f["kind"]) for f in inspect_installed(env)} == {
+    assert {(f.package, f.kind) for f in install_findings(env)} == {
         ("flash_attn", "arch"), ("flash_attn", "abi"), ("torch", "arch")}
 
 
@@ -169,7 +177,6 @@ def test_the_cache_answers_while_the_files_are_unchanged(site, monkeypatch):
 def test_check_json_carries_the_binaries_and_the_schema_describes_them(cli, monkeypatch, site):
     env = fake_probe(monkeypatch, gpu="RTX5090", flash_attn="2.7.4")
     env.binaries = probe_binaries(use_cache=False)
-    annotate(env)
     code, out, _ = cli("check", "--format", "json", "--hdim", "128", "--heads", "8", "--seqlen", "512",
                        "--dtype", "bf16")
     doc = json.loads(out)
@@ -181,17 +188,16 @@ def test_check_json_carries_the_binaries_and_the_schema_describes_them(cli, monk
 def test_an_env_file_judged_on_another_gpu_gets_findings_for_that_gpu(tmp_path, site):
     env = Environment(source="probe", gpu="A100", sm=80, versions={"torch": "2.9.0"},
                       binaries=probe_binaries(use_cache=False))
-    annotate(env)
-    assert not [f for f in inspect_installed(env) if f["kind"] == "arch"]
+    assert not [f for f in install_findings(env) if f.kind == "arch"]
     path = tmp_path / "a100.json"
-    path.write_text(json.dumps({"environment": env.to_dict()}))
+    path.write_text(json.dumps({"environment": environment_dict(env)}))
     from attndoctor.services import whatif_environment
 
     there = whatif_environment({"gpu": "RTX5090"}, env_file=str(path))
     assert there.sm == 120
-    assert {(f["package"], f["kind"]) for f in inspect_installed(there) if f["kind"] == "arch"} == {
+    assert {(f.package, f.kind) for f in install_findings(there) if f.kind == "arch"} == {
         ("flash_attn", "arch"), ("torch", "arch")}
-    assert any("carries no sm120 kernels" in n["message"] for n in there.notes)
+    assert any("carries no sm120 kernels" in n["message"] for n in environment_dict(there)["notes"])
 
 
 def test_an_environment_without_binaries_reads_back_without_them():
@@ -212,3 +218,50 @@ def test_the_installed_torch_wheel_reads_without_errors():
         assert read_binary(python[0], TorchExports([str(ELF / "libfaketorch.so")]))["abi"] == "unresolved"
     for e in probe_binaries(use_cache=False):
         assert e["error"] is None, e
+
+
+def test_a_whatif_on_an_env_file_judges_its_binaries_on_the_whatif_gpu_as_read(tmp_path, site):
+    """The env file's binaries are held as the probe read them; their findings follow from them, the what-if GPU
+    and torch when asked, with nothing patched into the environment."""
+    from attndoctor.engine.install import InstallKind, environment_dict, install_findings
+    from attndoctor.environment import load_env_file
+    from attndoctor.services import whatif_environment
+
+    read = Environment(source="probe", gpu="A100", sm=80, versions={"torch": "2.9.0"},
+                       binaries=probe_binaries(use_cache=False))
+    written = environment_dict(read)  # as `check --format json` writes it: findings and binary notes included
+    assert all("findings" in b for b in written["binaries"])
+    path = tmp_path / "a100.json"
+    path.write_text(json.dumps({"environment": written}))
+
+    as_read = load_env_file(str(path))
+    assert as_read.binaries == read.binaries and all("findings" not in b for b in as_read.binaries)
+    assert not [n for n in as_read.notes if n.get("kind") == "binary"]
+    assert {(f.package, f.kind) for f in install_findings(as_read)} == {("flash_attn", InstallKind.ABI)}
+
+    there = whatif_environment({"gpu": "RTX5090"}, env_file=str(path))
+    assert there == environment_from_flags({"gpu": "RTX5090"}, base=as_read)
+    assert all("findings" not in b for b in there.binaries)
+    assert {(f.package, f.kind, f.severity) for f in install_findings(there)} == {
+        ("flash_attn", InstallKind.ARCH, "warning"), ("flash_attn", InstallKind.ABI, "error"),
+        ("torch", InstallKind.ARCH, "error")}
+    doc = environment_dict(there)
+    torch_entry = next(b for b in doc["binaries"] if b["package"] == "torch")
+    assert [f["kind"] for f in torch_entry["findings"]] == ["arch"]
+    assert any("carries no sm120 kernels" in n["message"] for n in doc["notes"] if n["kind"] == "binary")
+    text = "\n".join(line.plain for line in environment_lines(there))
+    assert "error: PyTorch 2.9.0 carries no sm120 kernels" in text
+
+
+@pytest.mark.parametrize("field, value", [("sass", "80"), ("unresolved_count", "many"), ("unresolved", [1]),
+                                          ("device_code", "yes")])
+def test_an_env_file_binary_the_findings_cannot_read_is_one_usage_error(tmp_path, field, value):
+    from attndoctor.environment import load_env_file
+    from attndoctor.errors import UsageError
+
+    entry = {"package": "flash_attn", "label": "flash-attn", "abi": "unresolved", "unresolved": ["_Zx"],
+             "unresolved_count": 1, "sass": [80], "ptx": [], "device_code": True, field: value}
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps({"environment": {"gpu": "H100", "binaries": [entry]}}))
+    with pytest.raises(UsageError, match=rf"binaries\[0\]\.{field}: unexpected value"):
+        load_env_file(str(path))

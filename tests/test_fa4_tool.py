@@ -1,8 +1,12 @@
-"""tools/fa4/fa4_checks.py reads checks with their branches and tells betas apart, on wheels built here."""
+"""tools/fa4/fa4_checks.py reads checks with their branches and tells betas apart, on wheels built here; the rules
+cite only wheels it read."""
 
 import importlib.util
+import json
 import zipfile
 from pathlib import Path
+
+from attndoctor.engine.rules import load_rulebase
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = importlib.util.spec_from_file_location("fa4_checks", ROOT / "tools" / "fa4" / "fa4_checks.py")
@@ -53,3 +57,16 @@ def test_table_and_diff_between_betas(tmp_path):
     assert "## 4.0.0b3 -> 4.0.0b5: 2 added, 2 removed" in report
     assert "- + `flash_attn/cute/interface.py:3`" in report
     assert "[if not (arch // 10 == 9)]" in report
+
+
+def test_rules_cite_the_wheels_the_tool_read():
+    """Every wheel a rule cites is one tools/fa4 read, and the read table records its sha256."""
+    data = json.loads((ROOT / "tools" / "fa4" / "out" / "checks.json").read_text())
+    read = {w["wheel"]: w["sha256"] for w in data["wheels"]}
+    assert all(len(sha) == 64 for sha in read.values())
+    cited = set()
+    for rule in load_rulebase().rules:
+        if "flash-attn-4" in rule.backends:
+            for ref in rule.references:
+                cited.update(word for word in ref.split() if word.startswith("flash_attn_4-") and word.endswith(".whl"))
+    assert cited and cited <= set(read)

@@ -92,6 +92,10 @@ def test_a_package_without_modelled_releases_never_reads_as_no_release_runs_it(c
 
 SDPA = ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")
 READ_SHAPE = ["--hdim", "128", "--heads", "16", "--dtype", "bf16"]
+NEWEST_READ = ["--cudnn", "9.26.0", "--cudnn-frontend", "1.33.0", "--flash-attn", "2.8.3.post2",
+               "--flash-attn-4", "4.0.0b27"]
+"""The newest cuDNN, cudnn-frontend and flash-attn 2 releases of 2026 the horizons claim, with a flash-attn 4 beta."""
+FA4_ALONE = ["--backend", "flash-attn-4", "--seqlen", "2048"]
 
 
 @pytest.mark.parametrize(("args", "inside", "supported"), [
@@ -104,6 +108,11 @@ READ_SHAPE = ["--hdim", "128", "--heads", "16", "--dtype", "bf16"]
     # FlexAttention was read up to torch 2.15
     (["--torch", "2.15.0", "--gpu", "H100", "--cudnn", "9.19.0", "--seqlen", "2048", "--train"], ("flex-attention",),
      ()),
+    # the newest cuDNN, cudnn-frontend and flash-attn releases read, on Hopper, Blackwell and consumer Blackwell
+    *[(["--gpu", gpu, *NEWEST_READ, "--seqlen", "4096", "--train", "--causal"],
+       ("cudnn-fe", "flash-attn-2", "flash-attn-4"), ()) for gpu in ("H100", "B200", "RTX5090")],
+    # the newest flash-attn 4 beta read
+    (["--gpu", "B200", "--flash-attn-4", "4.0.0b36", *FA4_ALONE, "--infer"], ("flash-attn-4",), ("flash-attn-4",)),
 ])
 def test_a_release_read_answers_inside_the_rules(explain, args, inside, supported):
     doc = explain(*READ_SHAPE, *args, exit=0)
@@ -111,6 +120,7 @@ def test_a_release_read_answers_inside_the_rules(explain, args, inside, supporte
     for backend in inside:
         rules = {f["rule"] for f in v[backend]["findings"]}
         assert v[backend]["status"] != "outside-rules" and "AD-OUTSIDE-RULES" not in rules, backend
+        assert "FA4-BETA-NEWER-THAN-READ" not in rules, backend
     for backend in supported:
         assert v[backend]["status"] == "supported", backend
 
@@ -120,3 +130,27 @@ def test_flex_attention_past_the_release_read_is_outside(explain):
                   "--train", exit=0)
     v = {x["backend"]: x for x in doc["results"][0]["verdicts"]}
     assert v["flex-attention"]["status"] == "outside-rules"
+
+
+def test_releases_past_the_notes_read_stay_outside(explain):
+    doc = explain(*READ_SHAPE, "--gpu", "H100", "--cudnn", "9.27.0", "--cudnn-frontend", "1.34.0", "--flash-attn-4",
+                  "4.0.0b37", "--seqlen", "4096", "--train", "--causal", exit=0)
+    v = {x["backend"]: x for x in doc["results"][0]["verdicts"]}
+    assert "AD-OUTSIDE-RULES" in {f["rule"] for f in v["cudnn-fe"]["findings"]}
+    assert "FA4-BETA-NEWER-THAN-READ" in {f["rule"] for f in v["flash-attn-4"]["findings"]}
+    assert v["flash-attn-4"]["status"] == "outside-rules"
+
+
+def _fa4(explain, beta: str, *config: str) -> dict:
+    doc = explain("--gpu", "B200", "--flash-attn-4", beta, *FA4_ALONE, "--heads", "16", "--dtype", "bf16", *config)
+    return next(v for v in doc["results"][0]["verdicts"] if v["backend"] == "flash-attn-4")
+
+
+@pytest.mark.parametrize("beta", ["4.0.0b37", "4.0.0b2"])
+def test_flash_attn_4_betas_outside_the_ones_read_are_outside_the_rules(explain, beta):
+    assert _fa4(explain, beta, "--hdim", "128", "--infer")["status"] == "outside-rules"
+
+
+def test_without_a_beta_number_the_flash_attn_4_beta_checks_stay_open(explain):
+    verdict = _fa4(explain, "4.0.0", "--hdim", "256", "--softcap", "50", "--infer")
+    assert verdict["status"] == "depends"

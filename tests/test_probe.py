@@ -29,7 +29,7 @@ from attndoctor.probe.cudnn_lib import cudnn_version_text, probe_cudnn_library, 
 from attndoctor.probe.envvars import relevant_env_vars
 from attndoctor.probe.packages import check_import, package_versions
 from attndoctor.probe import torch_info
-from attndoctor.probe.torch_info import arch_supported
+from attndoctor.gpus import arch_supported
 
 
 # --- fixtures -------------------------------------------------------------------------------------------------

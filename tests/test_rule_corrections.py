@@ -227,6 +227,22 @@ def test_cudnn_fe_hopper_pairs_stay_on_the_backend_whose_frontend_is_known():
     assert tuple(rule.backends) == ("cudnn-fe",)
 
 
+FE_133 = ["--gpu", "H100", "--cudnn", "9.26.0", "--cudnn-frontend", "1.33.0", "--flash-attn", "2.8.3.post2",
+          "--flash-attn-4", "4.0.0b27", "--heads", "16", "--dtype", "bf16"]
+
+
+@pytest.mark.parametrize("case", [
+    ["--infer", "--paged-kv", "--hdim", "256", "--seqlen-q", "1", "--seqlen-kv", "8192"],
+    ["--train", "--causal", "--hdim", "256", "--seqlen", "4096"],
+    ["--train", "--causal", "--hdim", "128", "--seqlen", "4096", "--deterministic"],
+    ["--train", "--mask", "causal-bottom-right", "--hdim", "128", "--seqlen-q", "1024", "--seqlen-kv", "4096"],
+])
+def test_cudnn_fe_133_takes_the_hopper_paths(explain, case):
+    doc = explain(*FE_133, *case, exit=0)
+    verdict = next(v for v in doc["results"][0]["verdicts"] if v["backend"] == "cudnn-fe")
+    assert verdict["status"] == "supported", {f["rule"] for f in verdict["findings"]}
+
+
 # ---------------------------------------------------------------- facts of later releases, through the command line
 
 TE_220 = ["--hdim", "128", "--heads", "16", "--seqlen", "4096", "--train", "--te", "2.20.2"]

@@ -12,13 +12,13 @@ from attndoctor.engine import gate
 from attndoctor.engine.results import EFFECT_ORDER, STATUSES, Finding, Verdict, status_of
 from attndoctor.engine.rule_model import DEFAULT_SURFACE, EFFECTS, EVIDENCE, SURFACES, Backend
 from attndoctor.engine.selection import walk
-from attndoctor.engine.states import (BLOCKING_EFFECTS, FIXED, RUNS, STATUS_OF_EFFECT, Effect, Evidence, Outcome,
-                                      Status, Surface)
+from attndoctor.engine.states import (BLOCKING_EFFECTS, FIXED, RUNS, STATUS_OF_EFFECT, Effect, Evidence, InstallKind,
+                                      Outcome, Severity, Status, Surface)
 from attndoctor.report import github, text, verify_text
 from attndoctor.runs.verification import OBSERVED, agreement
 from attndoctor.words import verdict_words
 
-ENUMS = (Status, Effect, Surface, Evidence, Outcome)
+ENUMS = (Status, Effect, Surface, Evidence, Outcome, InstallKind, Severity)
 BEFORE = {  # the strings each state was before it was an enum: output must not change
     Status: ("supported", "known-bug", "depends", "outside-rules", "unsupported", "api-mismatch", "wrong-results",
              "not-installed"),
@@ -27,6 +27,8 @@ BEFORE = {  # the strings each state was before it was an enum: output must not 
     Evidence: ("source", "observed", "inferred"),
     Outcome: ("ok", "rejected", "api-mismatch", "wrong-results", "crashed", "not-installed", "out-of-memory",
               "skipped"),
+    InstallKind: ("arch", "abi", "unreadable"),
+    Severity: ("error", "warning"),
 }
 
 

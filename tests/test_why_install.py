@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from attndoctor.engine.install import environment_dict
 from attndoctor.environment import Environment
 from attndoctor.probe.binaries import probe_binaries
-from attndoctor.probe.install_findings import annotate
 from attndoctor.why.service import explain_text
 
 from conftest import fake_probe
@@ -54,7 +54,6 @@ def machine(binaries: list[dict], gpu: str) -> Environment:
 
     env = environment_from_flags({"gpu": gpu, "torch": "2.9.0", "flash_attn": "2.8.3"})
     env.source, env.binaries = "probe", binaries
-    annotate(env)
     return env
 
 
@@ -100,7 +99,6 @@ def test_an_unreadable_extension_explains_an_import_error(tmp_path):
 def test_cli_here_passes_the_probes_findings(cli, monkeypatch, installed):
     env = fake_probe(monkeypatch, gpu="RTX5090", torch="2.9.0", flash_attn="2.8.3")
     env.binaries = installed("ext_ok.so")
-    annotate(env)
     code, out, _ = cli("why", "--here", NO_KERNEL, "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["cause"]["kind"] == "install"
@@ -111,7 +109,7 @@ def test_cli_here_passes_the_probes_findings(cli, monkeypatch, installed):
 def test_cli_env_file_binaries_are_judged_for_the_gpu_given(cli, tmp_path, installed):
     env = machine(installed("ext_ok.so"), "A100")
     path = tmp_path / "a100.json"
-    path.write_text(json.dumps({"environment": env.to_dict()}))
+    path.write_text(json.dumps({"environment": environment_dict(env)}))
     code, out, _ = cli("why", "--env-file", str(path), "--gpu", "RTX5090", NO_KERNEL, "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["cause"]["kind"] == "install" and "sm120" in doc["cause"]["cause"]

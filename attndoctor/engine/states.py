@@ -69,6 +69,22 @@ class Outcome(StrEnum):
     SKIPPED = "skipped"
 
 
+class InstallKind(StrEnum):
+    """What is wrong with an installed compiled extension: no code for the GPU, torch symbols it needs that torch does
+    not export, or a file that cannot be read."""
+
+    ARCH = "arch"
+    ABI = "abi"
+    UNREADABLE = "unreadable"
+
+
+class Severity(StrEnum):
+    """How bad an install finding is: it fails (error), or it runs with a cost or cannot be judged (warning)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
 BLOCKING_EFFECTS = (Effect.UNSUPPORTED, Effect.API_MISMATCH, Effect.WRONG_RESULTS)
 """The effects that stop a backend, most severe first; each is also the status it gives."""
 STATUS_OF_EFFECT = {Effect.UNSUPPORTED: Status.UNSUPPORTED, Effect.API_MISMATCH: Status.API_MISMATCH,

@@ -23,6 +23,7 @@ from importlib.util import find_spec
 from typing import Any, Callable, Mapping, Sequence
 
 from ..config import AttentionConfig
+from ..engine.install import environment_dict
 from ..environment import Environment, load_env_file
 from ..errors import RuleError, UsageError
 from .ranks import (FLEET_ENV_FILE, Launch, environment_for_rank, fingerprint, fleet_document, launch_from_env,
@@ -72,7 +73,7 @@ def rank_payload(launch: Launch, configs: Sequence[AttentionConfig], *, probe_ti
     }
     try:
         env = rank_environment(probe_timeout)
-        payload["environment"] = env.to_dict()
+        payload["environment"] = environment_dict(env)
         device = rank_device(env, launch.local_rank)
         if device is not None:
             payload["device"] = {"index": device.index, "name": device.name, "uuid": device.uuid}

@@ -8,7 +8,7 @@ A rank's answer (its *payload*) is a JSON object:
 
     {"rank": 0, "local_rank": 0, "host": "node-1", "pid": 123, "launcher": "torchrun",
      "device": {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-..."} or null,
-     "environment": Environment.to_dict(), "fingerprint": fingerprint(...),
+     "environment": engine.install.environment_dict(...), "fingerprint": fingerprint(...),
      "results": [{"label": ..., "selected": {framework: {"backend": ..., "status": ...}},
                   "verdicts": {backend: status}}],
      "error": null or one line, "seconds": 1.2}

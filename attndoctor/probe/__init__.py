@@ -11,16 +11,16 @@ import time
 from typing import Any, Callable
 
 from ..environment import ABSENT, Environment, parse_version
+from ..gpus import arch_supported
 from ..words import plural
 from ._run import Part, note
 from .api import probe_api
 from .binaries import probe_binaries
-from .install_findings import annotate as annotate_binaries
 from .cudnn_lib import probe_cudnn_library
 from .envvars import probe_env_vars
 from .nvml import probe_nvml
 from .packages import IMPORT_CHECKS, check_import, package_versions
-from .torch_info import arch_supported, probe_torch
+from .torch_info import probe_torch
 
 __all__ = ["probe"]
 
@@ -105,7 +105,6 @@ def _probe(env: Environment, timeout: float, use_cache: bool) -> None:
         _merge(env, env_vars)
     env.no_gpu = bool("nvml" in results and results["nvml"][0].no_gpu and env.gpu is None)
     _guard(env, "cross-checks", lambda: _cross_check(env, cuda_driver))
-    _guard(env, "binaries", lambda: annotate_binaries(env))
 
 
 def _import_job(fact: str, module: str, timeout: float, version: str | None) -> Callable[[], Environment]:

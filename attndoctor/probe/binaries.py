@@ -14,55 +14,13 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import struct
+import subprocess
 from pathlib import Path
-from typing import IO, Any, Iterable, NamedTuple
+from typing import IO, Any, Iterable
 
-
-# --- what to inspect -------------------------------------------------------------------------------------------
-
-
-class Target(NamedTuple):
-    """A package whose compiled extensions are inspected: the distributions that ship it and its shared objects."""
-
-    key: str
-    label: str
-    dists: tuple[str, ...]
-    pattern: str
-    """A regular expression over the file's path inside site-packages."""
-    pip: str
-    arch_hint: str
-    """How to build it for another GPU; {sm} and {cc} (12.0) are filled in."""
-
-
-TARGETS: tuple[Target, ...] = (
-    Target("flash_attn", "flash-attn", ("flash-attn", "flash_attn"), r"(^|/)flash_attn_2_cuda[^/]*\.so$",
-           "flash-attn",
-           # FLASH_ATTN_CUDA_ARCHS: Dao-AILab/flash-attention setup.py (semicolon-separated, e.g. "80;90;120")
-           "FLASH_ATTN_CUDA_ARCHS={sm} pip install --no-build-isolation --no-cache-dir flash-attn"),
-    Target("flash_attn_3", "flash-attn 3", ("flash-attn-3", "flash_attn_3", "flashattn-hopper"),
-           r"(^|/)(flash_attn_3[^/]*\.so|flash_attn_3/_C[^/]*\.so|flashattn_hopper[^/]*\.so)$",
-           "flash-attn-3",
-           "build it from the flash-attention repository's hopper/ folder with TORCH_CUDA_ARCH_LIST={cc}"),
-    Target("flash_attn_4", "flash-attn 4", ("flash-attn-4",), r"\.so$", "flash-attn-4",
-           "flash-attn 4 compiles its kernels at run time (CuTe DSL): upgrade it to a release that supports sm{sm}"),
-    Target("te", "TransformerEngine",
-           ("transformer-engine", "transformer_engine", "transformer-engine-cu12", "transformer_engine_cu12",
-            "transformer-engine-cu13", "transformer_engine_cu13", "transformer-engine-torch",
-            "transformer_engine_torch"),
-           r"(^|/)(lib)?transformer_engine[^/]*\.so(\.[0-9.]+)?$", "transformer-engine[pytorch]",
-           # NVTE_CUDA_ARCHS: NVIDIA/TransformerEngine build_tools/utils.py cuda_archs()
-           "NVTE_CUDA_ARCHS={sm} pip install --no-build-isolation 'transformer-engine[pytorch]'"),
-    Target("cudnn_frontend", "cudnn-frontend", ("nvidia-cudnn-frontend", "nvidia_cudnn_frontend"),
-           r"(^|/)cudnn/_compiled_module[^/]*\.so$", "nvidia-cudnn-frontend",
-           "pip install --force-reinstall nvidia-cudnn-frontend (a release whose wheel supports sm{sm})"),
-    Target("xformers", "xformers", ("xformers",), r"(^|/)xformers/_C[^/]*\.so$", "xformers",
-           "TORCH_CUDA_ARCH_LIST={cc} pip install --no-build-isolation -v -U "
-           "git+https://github.com/facebookresearch/xformers.git@main#egg=xformers"),
-    Target("torch", "PyTorch", ("torch",), r"(^|/)torch/lib/libtorch_cuda\.so$", "torch",
-           "install a torch build whose CUDA supports sm{sm} (see https://pytorch.org/get-started/locally/)"),
-)
-"""Inspected packages; torch's own libtorch_cuda.so is there for reference (its ABI is what the others need)."""
+from ..extensions import TARGETS, Target
 
 TORCH_LIBS = ("libc10.so", "libc10_cuda.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch.so",
               "libtorch_python.so")
@@ -304,7 +262,7 @@ def read_binary(path: str, torch: TorchExports | None) -> dict[str, Any]:
     or null (not checked: torch's own library). Never raises: an unreadable file has `error` set.
     """
     facts: dict[str, Any] = {"sass": [], "ptx": [], "device_code": False, "abi": None, "unresolved": [],
-                             "unresolved_count": 0, "error": None}
+                             "unresolved_demangled": [], "unresolved_count": 0, "error": None}
     if importlib.util.find_spec("elftools") is None:
         facts["error"] = "pyelftools is not installed (pip install pyelftools)"
         return facts
@@ -335,12 +293,28 @@ def read_binary(path: str, torch: TorchExports | None) -> dict[str, Any]:
                 missing = [n for n in needed if not torch.defines(n)]
                 facts["abi"] = "unresolved" if missing else "ok"
                 facts["unresolved"] = missing[:SHOWN_SYMBOLS]
+                facts["unresolved_demangled"] = demangle(facts["unresolved"])
                 facts["unresolved_count"] = len(missing)
     except Exception as exc:  # noqa: BLE001 - a malformed file is a fact; pyelftools raises construct errors
         facts["error"] = _why(exc)
     finally:
         symbols.close()
     return facts
+
+
+def demangle(names: list[str]) -> list[str]:
+    """The C++ names behind mangled symbols when c++filt is at hand (it is where a compiler is); else the names."""
+    tool = shutil.which("c++filt")
+    if not tool or not names:
+        return list(names)
+    try:
+        done = subprocess.run([tool, *names], capture_output=True, text=True, timeout=2, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return list(names)
+    out = done.stdout.splitlines()
+    if done.returncode != 0 or len(out) != len(names):
+        return list(names)
+    return [text.strip() or name for text, name in zip(out, names)]
 
 
 def _why(exc: BaseException) -> str:
@@ -434,7 +408,7 @@ def probe_binaries(*, use_cache: bool = True) -> list[dict[str, Any]]:
         return _probe_binaries(use_cache)
     except Exception as exc:  # noqa: BLE001 - a probe bug is a fact, not a traceback
         return [{"package": "?", "label": "?", "version": None, "file": "", "path": "", "sass": [], "ptx": [],
-                 "device_code": False, "abi": None, "unresolved": [], "unresolved_count": 0,
+                 "device_code": False, "abi": None, "unresolved": [], "unresolved_demangled": [], "unresolved_count": 0,
                  "error": f"inspecting the installed binaries failed: {type(exc).__name__}: {exc}"}]
 
 
@@ -479,7 +453,7 @@ def _cache_file() -> Path | None:
     from .._toml import _cache_dir  # noqa: PLC0415
 
     folder = _cache_dir()
-    return None if folder is None else folder.parent / "binaries-v1.json"
+    return None if folder is None else folder.parent / "binaries-v2.json"
 
 
 def _read_cache(path: Path | None) -> dict[str, Any]:

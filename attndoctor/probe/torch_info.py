@@ -6,7 +6,6 @@ import importlib.machinery
 import importlib.util
 import json
 import os
-import re
 import sys
 import time
 import zlib
@@ -195,34 +194,3 @@ def fill_from_payload(env: Environment, data: dict) -> None:
     errors = data.get("errors")
     if isinstance(errors, dict) and "cuda_available" in errors:
         env.notes.append(note("torch", "warning", f"torch.cuda.is_available() failed: {errors['cuda_available']}"))
-
-
-_ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
-
-
-def arch_supported(sm: int, arch_list: list[str] | None) -> bool | None:
-    """Whether a torch built for `arch_list` (sm_90, compute_90, ...) has kernels that run on compute capability
-    `sm`; None when the list is unknown or empty.
-
-    Runs: a cubin for the same arch (sm_90, or sm_90a on 9.0 itself), a cubin of the same major arch and a lower
-    minor (sm_80 runs on 8.6; sm_100f on 10.3), or PTX (compute_XY, no a/f suffix) of an arch <= sm, which the
-    driver JITs.
-    """
-    if not arch_list:
-        return None
-    for item in arch_list:
-        match = _ARCH.match(item.strip().lower())
-        if not match:
-            continue
-        kind, num, suffix = match.group(1), int(match.group(2)), match.group(3)
-        if num == sm:
-            return True
-        if suffix == "f" and num // 10 == sm // 10 and num < sm:
-            return True  # family code (sm_100f) runs on the later members of its family (10.3)
-        if suffix:
-            continue  # arch-specific code (sm_90a) runs on that arch only
-        if kind == "sm" and num // 10 == sm // 10 and num < sm:
-            return True
-        if kind == "compute" and num < sm:
-            return True
-    return False

@@ -8,6 +8,7 @@ from typing import IO, Any
 from .._version import __version__
 from ..engine.results import Report
 from ..engine.gate import GateResult
+from ..engine.install import environment_dict
 from ..environment import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
 from ..console.progress import COMPACT_OVER
 
@@ -23,7 +24,7 @@ def report_document(report: Report, gate: GateResult) -> dict[str, Any]:
         "tool": {"name": "attndoctor", "version": __version__},
         "command": report.command,
         "rules": {"count": report.rule_count, "files": list(report.rule_files), "ignored": dict(report.ignored)},
-        "environment": report.environment.to_dict(),
+        "environment": environment_dict(report.environment),
         "results": [r.to_dict() for r in report.results],
         "summary": {"configs": len(report.results), "verdicts": counts},
         "gate": gate.to_dict(),

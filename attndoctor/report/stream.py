@@ -14,6 +14,7 @@ from .._version import __version__
 from ..engine.results import ConfigResult, Selection, Verdict
 from ..engine.gate import GateCheck, GateResult
 from ..engine.gate_tally import GateTally
+from ..engine.install import environment_dict
 from .json_format import SCHEMA_VERSION
 
 JSONL_SCHEMA_VERSION = 1
@@ -113,7 +114,7 @@ def write_json(run: Any, tally: GateTally, out: IO[str], pieces: Iterable[Piece]
         "tool": {"name": "attndoctor", "version": __version__},
         "command": run.command,
         "rules": {"count": run.rule_count, "files": list(run.rule_files), "ignored": dict(run.ignored)},
-        "environment": run.environment.to_dict(),
+        "environment": environment_dict(run.environment),
     }
     out.write(_dumps(header)[:-1] + ', "results": [')
     counts: dict[str, int] = {}
@@ -152,7 +153,7 @@ def write_jsonl(run: Any, tally: GateTally, out: IO[str], pieces: Iterable[Piece
         configs += 1
     gate = tally.result()
     out.write(_dumps({"schema_version": JSONL_SCHEMA_VERSION, "tool": {"name": "attndoctor", "version": __version__},
-                      "command": run.command, "environment": run.environment.to_dict(),
+                      "command": run.command, "environment": environment_dict(run.environment),
                       "summary": _summary(counts, configs),
                       "gate": {"passed": gate.passed, "reasons": gate.reasons, "checks": len(gate.checks),
                                "failed": failing}}) + "\n")

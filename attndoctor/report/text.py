@@ -7,6 +7,8 @@ from typing import IO, Any
 from .._version import __version__
 from ..engine.results import OUTSIDE, ConfigResult, Finding, Report, Selection, Verdict
 from ..engine.gate import GateResult
+from ..engine.install import install_notes, judge_binaries
+from ..engine.states import Severity
 from ..engine.rules import FRAMEWORK_LABELS
 from ..environment import ABSENT, PACKAGE_LABELS, PACKAGES, Environment
 from ..words import plural
@@ -61,7 +63,7 @@ def environment_lines(env: Environment) -> list[Text]:
     if set_vars:
         lines.append(Text("  env: " + " ".join(f"{k}={v}" for k, v in sorted(set_vars.items())), style="dim"))
     lines.extend(binary_lines(env))
-    for note in env.notes:
+    for note in [*env.notes, *install_notes(env)]:
         style = {"error": "red", "warning": "yellow"}.get(note.get("severity", ""), "dim")
         lines.append(Text(f"  {note.get('severity', 'info')}: {note.get('message', '')}", style=style))
     return lines
@@ -77,7 +79,7 @@ ABI_WORDS = {
 def binary_lines(env: Environment) -> list[Text]:
     """One line per compiled extension the probe read: the archs of its device code and its torch ABI status."""
     lines = []
-    for entry in env.binaries or []:
+    for entry, found in judge_binaries(env):
         name = " ".join(str(x) for x in (entry.get("label"), entry.get("version")) if x)
         line = Text(f"  binary {name} {entry.get('file', '')}: ")
         if entry.get("error"):
@@ -90,8 +92,8 @@ def binary_lines(env: Environment) -> list[Text]:
             if abi:
                 parts.append(abi + (f" ({entry.get('unresolved_count')})" if entry.get("abi") == "unresolved" else ""))
             line.append("; ".join(parts))
-        severities = {f.get("severity") for f in entry.get("findings") or []}
-        line.style = "red" if "error" in severities else "yellow" if "warning" in severities else "dim"
+        severities = {f.severity for f in found}
+        line.style = "red" if Severity.ERROR in severities else "yellow" if Severity.WARNING in severities else "dim"
         lines.append(line)
     return lines
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO, Any
 
 from .._version import __version__
+from ..engine.install import environment_dict
 from ..environment import REPORT_SCHEMA_VERSION
 from .text import environment_lines
 from .term import Console, Text
@@ -34,7 +35,7 @@ def why_document(answer: Any) -> dict[str, Any]:
             "dropped": list(answer.dropped),
         },
         "config": answer.config.to_dict(),
-        "environment": answer.environment.to_dict(),
+        "environment": environment_dict(answer.environment),
         "verdict": answer.verdict,
         "cause": cause.to_dict() if cause else None,
         "alternatives": [c.id for c in answer.alternatives],

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .._version import __version__
 from ..config import AttentionConfig
+from ..engine.install import environment_dict
 from ..environment import Environment
 from ..words import verdict_words
 
@@ -332,7 +333,7 @@ class BenchReport:
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "attndoctor", "version": __version__},
             "command": "bench",
-            "environment": self.environment.to_dict(),
+            "environment": environment_dict(self.environment),
             "device": self.device,
             "worker": self.worker_info,
             "gpu": self.gpu,

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .._version import __version__
 from ..config import AttentionConfig, make_config
+from ..engine.install import environment_dict
 from ..environment import Environment
 
 REGIMES = ("low-lse", "dominant-key", "masked-rows", "fp16-large", "grad-out-strides")
@@ -106,7 +107,7 @@ class StressReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema_version": 1, "tool": {"name": "attndoctor", "version": __version__},
-                "command": "verify --stress", "environment": self.environment.to_dict(), "backends": self.backends,
+                "command": "verify --stress", "environment": environment_dict(self.environment), "backends": self.backends,
                 "regimes": list(REGIMES), "probes": self.probes, "shared": self.shared, "seed": self.seed,
                 "wall_s": round(self.wall_s, 2), "conventions": self.conventions,
                 "findings": [f.to_dict() for f in self.findings], "new": len(self.new)}

@@ -20,6 +20,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .._version import __version__
 from ..config import AttentionConfig, make_config
+from ..engine.install import environment_dict
 from ..engine.states import Outcome, Status
 from ..environment import TE_SWITCHES, Environment
 from ..errors import UsageError
@@ -97,8 +98,8 @@ def backend_environment(env: Environment, backend: str) -> Environment:
 
 
 def recorded_environment(env: Environment) -> dict[str, Any]:
-    """The environment as an observation records it: the probe's to_dict(), without GPU serial ids."""
-    data = env.to_dict()
+    """The environment as an observation records it: as reports write it, without GPU serial ids."""
+    data = environment_dict(env)
     data["gpus"] = [{k: v for k, v in g.items() if k != "uuid"} for g in data.get("gpus", [])]
     return data
 
@@ -209,7 +210,7 @@ class VerifyReport:
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "attndoctor", "version": __version__},
             "command": "verify",
-            "environment": self.environment.to_dict(),
+            "environment": environment_dict(self.environment),
             "backends": {b: self.inventory.get(b, {}) for b in self.backends},
             "defaults": {"values": DEFAULTS, "filled": {k: list(v) for k, v in self.defaults.items() if v}},
             "seed": self.seed,

@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
+from ..engine.states import InstallKind
 from ..errors import RuleError
 from .literals import required_literals
 
@@ -16,8 +17,8 @@ LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "v
              "pip", "xformers", "transformers", "triton", "sam2", "llamafactory")
 KINDS = ("error", "warning", "log", "fact")
 PARSERS = ("te-config", "te-backends")
-INSTALL_KINDS = ("arch", "abi", "unreadable")
-"""The broken-install findings (attndoctor/probe/binaries.py) a message can be the symptom of."""
+INSTALL_KINDS = tuple(kind.value for kind in InstallKind)
+"""The broken-install findings (attndoctor/engine/install.py) a message can be the symptom of."""
 CONFIG_TARGETS = ("batch", "heads", "kv_heads", "seqlen", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "dtype", "train",
                   "mask", "window", "dropout", "softcap", "bias", "layout", "cp", "cp_comm", "deterministic")
 ENV_TARGETS = ("gpu", "torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",

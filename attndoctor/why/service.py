@@ -170,15 +170,15 @@ def environment_findings(env: Any) -> list[dict[str, Any]]:
     carries none (a what-if machine: this machine's files say nothing about it)."""
     if getattr(env, "binaries", None) is None:
         return []
-    from ..probe.install_findings import inspect_installed
+    from ..engine.install import install_findings
+    from ..engine.states import InstallKind
 
     out = []
-    for f in inspect_installed(env):
-        package = f.get("package", "?")
-        label = next((b.get("label") for b in env.binaries if b.get("package") == package), None) or package
-        title = f["message"].split(": ", 1)[0] if f["kind"] != "abi" else f"{label} was built against another torch"
-        out.append({**f, "id": f"INSTALL-{f['kind']}-{package}".upper().replace("_", "-"), "label": label,
-                    "title": title})
+    for f in install_findings(env):
+        title = f"{f.label} was built against another torch" if f.kind is InstallKind.ABI else \
+            f.message.split(": ", 1)[0]
+        out.append({**f.to_dict(), "package": f.package, "file": f.file,
+                    "id": f"INSTALL-{f.kind}-{f.package}".upper().replace("_", "-"), "label": f.label, "title": title})
     return out
 
 
