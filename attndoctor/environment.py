@@ -11,17 +11,20 @@ from .errors import UsageError
 ABSENT = "absent"
 """A package version that is known not to be installed (as opposed to unknown, which is None)."""
 
-PACKAGES = ("torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te", "driver")
-"""Version facts; `cuda` is the CUDA runtime torch was built with, `cudnn` the cuDNN actually loaded."""
+PACKAGES = ("torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cutlass_dsl", "cudnn_frontend",
+            "te", "driver")
+"""Version facts; `cuda` is the CUDA runtime torch was built with, `cudnn` the cuDNN actually loaded, `cutlass_dsl`
+the nvidia-cutlass-dsl (CuTe DSL) runtime that flash-attn 4 and FA3's CuTe paths compile their kernels with."""
 
 PACKAGE_LABELS = {
     "torch": "PyTorch", "cuda": "CUDA", "cudnn": "cuDNN", "flash_attn": "flash-attn",
-    "flash_attn_3": "flash-attn 3", "flash_attn_4": "flash-attn 4", "cudnn_frontend": "cudnn-frontend",
+    "flash_attn_3": "flash-attn 3", "flash_attn_4": "flash-attn 4", "cutlass_dsl": "nvidia-cutlass-dsl",
+    "cudnn_frontend": "cudnn-frontend",
     "te": "TransformerEngine", "driver": "NVIDIA driver",
 }
 PIP_NAMES = {
     "torch": "torch", "cudnn": "nvidia-cudnn-cu12", "flash_attn": "flash-attn", "flash_attn_4": "flash-attn-4",
-    "cudnn_frontend": "nvidia-cudnn-frontend", "te": "transformer-engine[pytorch]",
+    "cutlass_dsl": "nvidia-cutlass-dsl", "cudnn_frontend": "nvidia-cudnn-frontend", "te": "transformer-engine[pytorch]",
 }
 """Packages pip can install by name. flash-attn 3 is not on PyPI: it is built from the repository's hopper/ folder."""
 BUILD_HINTS = {
@@ -350,8 +353,10 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             else:
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
                 # a flash-attn 4 beta keeps its number (advisories tell betas apart); other versions read as parsed
-                # and flash-attn 2 its local label (TransformerEngine compares 2.8.3+cu128 as above 2.8.3)
-                keep = (name == "flash_attn_4" and parsed.release[:1] == (4,)) or (name == "flash_attn" and "+" in text)
+                # and flash-attn 2 its local label (TransformerEngine compares 2.8.3+cu128 as above 2.8.3); a cutlass-dsl
+                # dev build (4.6.0.dev0) keeps its tag, since advisories tell it from the release
+                keep = ((name == "flash_attn_4" and parsed.release[:1] == (4,)) or (name == "flash_attn" and "+" in text)
+                        or name == "cutlass_dsl")
                 env.versions[name] = text if keep else str(parsed)
         elif name == "env_vars":
             if not isinstance(value, Mapping):

@@ -34,6 +34,7 @@ ENV_OPTIONS: list[tuple[str, str, str]] = [
     ("flash_attn", "--flash-attn", "flash-attn 2 version ('none' = not installed)."),
     ("flash_attn_3", "--flash-attn-3", "flash-attn 3 version."),
     ("flash_attn_4", "--flash-attn-4", "flash-attn 4 version."),
+    ("cutlass_dsl", "--cutlass-dsl", "nvidia-cutlass-dsl version (the CuTe DSL runtime flash-attn 4 compiles with)."),
     ("cudnn_frontend", "--cudnn-frontend", "nvidia-cudnn-frontend version."),
     ("te", "--te", "TransformerEngine version."),
     ("driver", "--driver", "NVIDIA driver version."),

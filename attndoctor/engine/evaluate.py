@@ -15,7 +15,7 @@ from .findings import BUILTIN_REFERENCE, builtin_findings, make_finding, message
 from .fixes import advisory_fixes, apply_fixes, plan_of, search_fixes
 from .memo import SHARED_LIMIT, Caches
 from .results import (EFFECT_ORDER, EVERY_RELEASE, NO_RELEASE, OUTSIDE, STATUSES, ConfigResult, Finding, FixPlan,
-                      Report, Selection, Verdict, status_of)
+                      Report, Selection, Verdict, opens_advisory, status_of)
 from .rule_model import Backend, Rule, RuleBase
 from .selection import select, settle_data
 from .sharing import abstracted_key, share_of
@@ -180,7 +180,7 @@ class Evaluator:
                 value = fn(facts)
             if value is True:
                 return STATUS_OF_EFFECT[rule.effect]
-            if value is not False and not rule.advisory:
+            if value is not False and (not rule.advisory or opens_advisory({n for n in rule.names if n not in facts})):
                 unknown = True
         return Status.DEPENDS if unknown else Status.SUPPORTED
 

@@ -4,6 +4,8 @@ import functools
 import re
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from ..config import AttentionConfig
 from ..environment import ABSENT, PACKAGES, Environment, as_compared, parse_version
 from ..fields import FACTS
@@ -46,6 +48,9 @@ def env_facts(env: Environment) -> dict[str, Any]:
     fa2 = env.versions.get("flash_attn")
     if fa2 is not None and fa2 != ABSENT:
         facts["flash_attn_local"] = "+" in str(fa2)
+    dsl = env.versions.get("cutlass_dsl")
+    if dsl is not None and dsl != ABSENT:
+        facts["cutlass_dsl_dev"] = _prerelease(str(dsl))
     beta = re.match(BETA, str(env.versions.get("flash_attn_4") or ""))
     if beta:
         facts["flash_attn_4_beta"] = int(beta.group(1))
@@ -54,6 +59,14 @@ def env_facts(env: Environment) -> dict[str, Any]:
     for key, value in env.api.items():
         facts[f"api:{key}"] = value
     return facts
+
+
+def _prerelease(text: str) -> bool:
+    """Whether a version is a dev or pre-release build, which `parse_version` reads as its release."""
+    try:
+        return Version(text.strip()).is_prerelease
+    except InvalidVersion:
+        return False
 
 
 @functools.lru_cache(maxsize=1024)

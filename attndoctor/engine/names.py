@@ -16,6 +16,8 @@ VARIABLES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
     "cudnn_compiled": (VER, None, "cuDNN version torch was compiled against"),
     "flash_attn_4_beta": (INT, None, "which flash-attn 4 beta (4.0.0b27 is 27): versions read every beta as 4.0.0"),
     "flash_attn_local": (BOOL, None, "the flash-attn version carries a local label (2.8.3+cu128): versions drop it"),
+    "cutlass_dsl_dev": (BOOL, None, "the nvidia-cutlass-dsl version is a development or pre-release build (4.6.0.dev0 "
+                        "that flash-attn 4 betas 20 to 26 pin): versions read it as its release"),
     **{p: (VER, None, f"{p} version") for p in PACKAGES},
 }
 CONFIG_VARIABLES = frozenset((*FACTS, *(d[0] for d in DERIVED_FACTS)))

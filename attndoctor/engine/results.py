@@ -12,6 +12,17 @@ from .states import RUNS, STATUS_OF_EFFECT, Effect, Evidence, Status, Surface
 STATUSES = tuple(Status)
 """Every status a verdict may have (see states.Status)."""
 OUTSIDE = "AD-OUTSIDE-RULES"
+OPEN_ADVISORY_FACTS = frozenset({"cutlass_dsl", "cutlass_dsl_dev"})
+"""Facts whose absence keeps an advisory open (the verdict depends on them) instead of quiet: the nvidia-cutlass-dsl
+runtime, which several flash-attn 4 bugs hinge on, which no other fact implies and which one flag gives."""
+
+DERIVED_FROM = {"cutlass_dsl_dev": "cutlass_dsl"}
+"""A fact read off a version -> that version, which is what a user gives."""
+
+
+def opens_advisory(missing: "Sequence[str] | set[str]") -> bool:
+    """Whether an advisory undecided for want of exactly these facts leaves the verdict depending on them."""
+    return bool(missing) and set(missing) <= OPEN_ADVISORY_FACTS
 NO_RELEASE = "AD-NO-RELEASE-RUNS"
 EVERY_RELEASE = "AD-EVERY-RELEASE-RUNS"
 
@@ -44,7 +55,8 @@ class Finding(NamedTuple):
     def blocking(self) -> bool:
         """Whether it stops the backend: a known bug only once the facts say it applies, and never while values the
         config cannot state decide it."""
-        return self.effect in BLOCKING and not self.data and not (self.advisory and self.applies is None)
+        return self.effect in BLOCKING and not self.data and not (self.advisory and self.applies is None
+                                                                  and not opens_advisory(self.missing))
 
     @property
     def at_risk(self) -> bool:
@@ -110,7 +122,7 @@ class Verdict(NamedTuple):
         names: set[str] = set()
         for f in self.findings:
             if f.applies is None and f.blocking:
-                names.update(f.missing)
+                names.update(DERIVED_FROM.get(name, name) for name in f.missing)
         return tuple(sorted(names))
 
     def blocking(self, applies: bool | None = True) -> list[Finding]:

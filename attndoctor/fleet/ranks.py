@@ -28,7 +28,7 @@ from ..words import plural
 SCHEMA_VERSION = 1
 
 FINGERPRINT_VERSIONS = ("driver", "cuda", "torch", "cudnn", "cudnn_frontend", "flash_attn", "flash_attn_3",
-                        "flash_attn_4", "te")
+                        "flash_attn_4", "cutlass_dsl", "te")
 """The version facts that must agree across ranks (`cudnn` is the cuDNN actually loaded)."""
 
 FINGERPRINT_ENV_PREFIXES = ("NVTE_", "CUDNN_", "TORCH_CUDNN_SDPA_")
@@ -39,7 +39,7 @@ FIELD_LABELS = {
     "gpu": "GPU", "sm": "compute capability", "cuda_available": "torch sees CUDA", "driver": "NVIDIA driver",
     "cuda": "CUDA (torch built with)", "torch": "PyTorch", "cudnn": "cuDNN (loaded)",
     "cudnn_frontend": "cudnn-frontend", "flash_attn": "flash-attn", "flash_attn_3": "flash-attn 3",
-    "flash_attn_4": "flash-attn 4", "te": "TransformerEngine",
+    "flash_attn_4": "flash-attn 4", "cutlass_dsl": "nvidia-cutlass-dsl", "te": "TransformerEngine",
 }
 
 FLEET_ENV_FILE = "ATTNDOCTOR_FLEET_ENV_FILE"

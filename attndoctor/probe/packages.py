@@ -13,6 +13,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "flash_attn": ("flash-attn", "flash_attn"),
     "flash_attn_3": ("flash-attn-3", "flash_attn_3", "flashattn-hopper"),
     "flash_attn_4": ("flash-attn-4",),
+    "cutlass_dsl": ("nvidia-cutlass-dsl",),
     "cudnn_frontend": ("nvidia-cudnn-frontend",),
     "te": ("transformer-engine", "transformer_engine", "transformer-engine-torch"),
 }

@@ -12,7 +12,8 @@ from .term import Console, Text
 from .formats import dump_json
 
 SHORT = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "cudnn": "cuDNN", "cudnn_frontend": "cudnn-frontend",
-         "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3", "flash_attn_4": "flash-attn-4", "te": "TE"}
+         "flash_attn": "flash-attn", "flash_attn_3": "flash-attn-3", "flash_attn_4": "flash-attn-4",
+         "cutlass_dsl": "cutlass-dsl", "te": "TE"}
 
 
 def describe_fingerprint(fp: Mapping[str, Any]) -> str:

@@ -121,6 +121,8 @@ def _finding_line(f: Finding) -> Text:
 
 
 MAX_CONDITIONS = 3
+GIVEN_BY = {"cutlass_dsl": "--cutlass-dsl"}
+"""Missing facts that no other given fact ever settles, with the flag that gives them."""
 """A `depends` verdict shows this many of its open conditions; the rest are in --format json."""
 
 
@@ -148,7 +150,8 @@ def _why(v: Verdict) -> Text:
         text.append("\n" + more_conditions(len(open_) - MAX_CONDITIONS), style="dim")
     if v.status == "depends" and v.missing:
         text.append("\n")
-        text.append(f"depends on: {', '.join(v.missing)}", style="yellow")
+        text.append(f"depends on: {', '.join(f'{m} (give {GIVEN_BY[m]})' if m in GIVEN_BY else m for m in v.missing)}",
+                    style="yellow")
     return text
 
 

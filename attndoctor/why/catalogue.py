@@ -21,8 +21,8 @@ INSTALL_KINDS = tuple(kind.value for kind in InstallKind)
 """The broken-install findings (attndoctor/engine/install.py) a message can be the symptom of."""
 CONFIG_TARGETS = ("batch", "heads", "kv_heads", "seqlen", "seqlen_q", "seqlen_kv", "hdim", "hdim_v", "dtype", "train",
                   "mask", "window", "dropout", "softcap", "bias", "layout", "cp", "cp_comm", "deterministic")
-ENV_TARGETS = ("gpu", "torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",
-               "driver")
+ENV_TARGETS = ("gpu", "torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cutlass_dsl", "cudnn_frontend",
+               "te", "driver")
 SPECIAL_TARGETS = ("backend", "selected", "env_var")
 """backend: the backend a line is about; selected: the backend a framework says it chose; env_var: NAME=VALUE."""
 TARGETS = CONFIG_TARGETS + ENV_TARGETS + SPECIAL_TARGETS

@@ -36,6 +36,7 @@ DERIVED = 0
 
 PACKAGES = {
     "torch": "torch", "flash-attn": "flash_attn", "flash-attn-3": "flash_attn_3", "flash-attn-4": "flash_attn_4",
+    "nvidia-cutlass-dsl": "cutlass_dsl",
     "transformer-engine": "te", "transformer-engine-torch": "te", "transformer-engine-cu12": "te",
     "transformer-engine-cu13": "te", "nvidia-cudnn-cu11": "cudnn", "nvidia-cudnn-cu12": "cudnn",
     "nvidia-cudnn-cu13": "cudnn", "nvidia-cudnn-frontend": "cudnn_frontend", "triton": "triton",

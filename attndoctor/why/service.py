@@ -12,7 +12,7 @@ from .reader import Reading, read_text
 FLAGS = {"sm": "--gpu", "arch": "--gpu", "gpu": "--gpu", "seqlen_q": "--seqlen-q", "seqlen_kv": "--seqlen-kv",
          "window_left": "--window", "window_right": "--window", "qkv_format": "--layout", "layout": "--layout",
          "train": "--train/--infer", "flash_attn_3": "--flash-attn-3", "flash_attn_4": "--flash-attn-4",
-         "cudnn_frontend": "--cudnn-frontend", "flash_attn": "--flash-attn"}
+         "cutlass_dsl": "--cutlass-dsl", "cudnn_frontend": "--cudnn-frontend", "flash_attn": "--flash-attn"}
 """A missing fact -> the flag that gives it ("give --cudnn")."""
 CLOSE = 1.5
 """Candidates within this many points of the best one leave the answer ambiguous."""

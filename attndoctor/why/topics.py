@@ -19,8 +19,8 @@ NAME_TOPICS: Mapping[str, str] = {
 }
 """Config and machine facts a condition reads, and the problem kind a test of each is about."""
 INSTALL_TOPICS: Mapping[str, str] = {"arch": "install-arch", "abi": "install-abi", "unreadable": "install-missing"}
-PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cudnn_frontend", "te",
-                      "driver", "cudnn_compiled"})
+PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cutlass_dsl", "cudnn_frontend",
+                      "te", "driver", "cudnn_compiled"})
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
     (r"head[_ ]?dim|headdim|head[_ ]?size|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension|"
      r"\bd_?(?:qk|v)\b", "head-dim"),

@@ -21,7 +21,7 @@ CONFIG_FLAGS = {"batch": "--batch", "heads": "--heads", "kv_heads": "--kv-heads"
 SWITCHES = {"deterministic": "--deterministic", "paged_kv": "--paged-kv", "sinks": "--sinks", "qkv_fused": "--qkv-fused"}
 ENV_FLAGS = {"gpu": "--gpu", "torch": "--torch", "cuda": "--cuda", "cudnn": "--cudnn", "flash_attn": "--flash-attn",
              "flash_attn_3": "--flash-attn-3", "flash_attn_4": "--flash-attn-4", "te": "--te",
-             "cudnn_frontend": "--cudnn-frontend", "driver": "--driver"}
+             "cutlass_dsl": "--cutlass-dsl", "cudnn_frontend": "--cudnn-frontend", "driver": "--driver"}
 PREDICTED = {"supported": "runs", "known-bug": "bug", "unsupported": "refuses", "api-mismatch": "refuses",
              "wrong-results": "wrong", "depends": "depends", "outside-rules": "depends", "not-installed": "refuses"}
 AGREES = {"runs": ("runs", "bug"), "refused": ("refuses",), "fails": ("refuses", "wrong", "bug"),

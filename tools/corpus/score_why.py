@@ -18,7 +18,7 @@ from corpus_common import contaminated, load_cases, report, run_cli  # noqa: E40
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus" / "why"
 FLAGS = {"gpu": "--gpu", "torch": "--torch", "cuda": "--cuda", "cudnn": "--cudnn", "flash_attn": "--flash-attn",
          "flash_attn_3": "--flash-attn-3", "flash_attn_4": "--flash-attn-4", "te": "--te",
-         "cudnn_frontend": "--cudnn-frontend", "driver": "--driver"}
+         "cutlass_dsl": "--cutlass-dsl", "cudnn_frontend": "--cudnn-frontend", "driver": "--driver"}
 TARGETS = {
     "torch": ("torch", "pytorch"),
     "flash_attn": ("flash-attn", "flash_attn", "flashattention", "flash attention", "flash-attention"),
