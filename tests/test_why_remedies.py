@@ -113,3 +113,18 @@ def test_a_version_mismatch_message_names_the_package_it_asks_for() -> None:
 def test_the_ck_build_of_flash_attn_is_read() -> None:
     got = answer("RuntimeError: CK only supports head dimension at most 256")
     assert got.reading.hits and any(h.entry.library == "flash-attn" for h in got.reading.hits)
+
+
+def test_the_first_sentence_of_a_long_message_is_enough() -> None:
+    got = answer("ValueError: Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current "
+                 "dype in LlamaForCausalLM is torch.float32.")
+    assert any(h.entry.library == "transformers" for h in got.reading.hits)
+    assert got.reading.facts["dtype"].value == "fp32"
+    assert "flash_attn" not in got.reading.facts
+
+
+def test_torch_without_cuda_and_a_failed_flash_attn_build_are_install_problems() -> None:
+    assert "install-missing" in answer("AssertionError: Torch not compiled with CUDA enabled").cause.topics
+    got = answer("ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based "
+                 "projects")
+    assert got.cause.id == "PIP-BUILD-FAILED-FLASH-ATTN"

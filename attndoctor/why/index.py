@@ -41,18 +41,40 @@ MIN_LITERAL = 8
 
 
 class LazyPattern:
-    """A regular expression compiled at its first use (most index messages never meet a candidate line)."""
+    """A regular expression compiled at its first use (most index messages never meet a candidate line); where the
+    whole message is not there, its first sentence (`head`) is looked for: a paste often ends there."""
 
-    __slots__ = ("pattern", "_compiled")
+    __slots__ = ("pattern", "head", "_compiled")
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, head: str | None = None) -> None:
         self.pattern = pattern
-        self._compiled: re.Pattern[str] | None = None
+        self.head = head
+        self._compiled: tuple[re.Pattern[str], ...] | None = None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         if self._compiled is None:
-            self._compiled = re.compile(self.pattern)
-        return self._compiled.finditer(text)
+            self._compiled = tuple(re.compile(p) for p in (self.pattern, self.head) if p)
+        found = list(self._compiled[0].finditer(text))
+        if not found and len(self._compiled) > 1:
+            found = list(self._compiled[1].finditer(text))
+        return iter(found)
+
+
+HEAD_MIN = 32
+"""A first sentence shorter than this (its literal words) is too generic to stand for the whole message."""
+
+
+def head_of(template: str, pattern: str) -> tuple[str, str] | None:
+    """(first sentence, its pattern) of a message of several sentences whose first one says enough on its own."""
+    cut_t, cut_p = template.find(". "), pattern.find("\\. ")
+    if cut_t < 0 or cut_p < 0 or len(literal_of(template[:cut_t])) < HEAD_MIN:
+        return None
+    head = pattern[:cut_p] + "\\.?"
+    try:
+        re.compile(head)
+    except re.error:
+        return None
+    return template[:cut_t], head
 
 
 def literal_of(template: str) -> str:
@@ -74,18 +96,22 @@ def meaning_of(record: Mapping[str, Any]) -> str:
 
 def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
     """A catalogue entry for one index record; None for a message too generic to find."""
-    literal = literal_of(str(record.get("template", "")))
+    template = str(record.get("template", ""))
+    literal = literal_of(template)
     if len(literal) < MIN_LITERAL:
         return None
     pattern = record.get("pattern")
     if not isinstance(pattern, str) or not pattern:
         raise RuleError("'pattern' missing", file=where, rule=str(record.get("id", "?")))
+    head = head_of(template, pattern)
+    if head is not None:
+        literal = literal_of(head[0])
     sources = tuple(f"{s.get('repo', '')} {s.get('path', '')}@{s.get('ref', '')}"
                     + (f":{s['line']}" if s.get("line") else "") for s in record.get("sources") or ())
     facts = {group: field for group, field in (record.get("facts") or {}).items() if field in TARGETS}
     return CatalogueEntry(
         id=str(record["id"]).upper(), library=str(record["library"]), kind=KIND_OF.get(record.get("kind", ""), "error"),
-        pattern=LazyPattern(pattern), source=sources,
+        pattern=LazyPattern(pattern, head[1] if head else None), source=sources,
         backends=tuple(record.get("backend") or ()) or LIBRARY_BACKENDS.get(str(record["library"]), ()),
         rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
         priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),

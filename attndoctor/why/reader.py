@@ -323,6 +323,10 @@ def _python_dict_items(text: str) -> Iterable[tuple[str, Any]]:
             yield key, raw
 
 
+RELEASE_TRIPLES = frozenset({"flash_attn", "flash_attn_3", "flash_attn_4"})
+"""Packages whose releases always have three parts or more (2.7.4, 4.0.0b36)."""
+
+
 def _value(field: str, raw: Any) -> Any:
     """A fact's value in attndoctor's vocabulary, or None when the text's value cannot be used."""
     from ..config import DTYPE_ALIASES, DTYPES, LAYOUTS
@@ -332,7 +336,7 @@ def _value(field: str, raw: Any) -> Any:
         digits = re.match(r"\d+$", text)
         return int(text) if digits and int(text) > 0 else None
     if field == "dtype":
-        key = text.lower().replace("torch.", "")
+        key = text.lower().replace("torch.", "").rstrip(".,;:")
         key = DTYPE_ALIASES.get(key, DTYPE_ALIASES.get(f"torch.{key}", key))
         return key if key in DTYPES else None
     if field in ("train", "deterministic"):
@@ -360,6 +364,8 @@ def _value(field: str, raw: Any) -> Any:
         if text.lower() in ("not installed", "none"):
             return "none"
         version = re.match(r"v?(\d+(?:\.\d+)+(?:(?:\.post|\.dev|rc|a|b)\d+)?)", text)
+        if version and field in RELEASE_TRIPLES and version.group(1).count(".") < 2:
+            return None  # "Flash Attention 2.0" names the kernel generation; flash-attn releases have three parts
         return version.group(1) if version else None
     return raw if field in CONFIG_TARGETS else None
 

@@ -22,6 +22,10 @@ _ATTN_FUNCS = re.compile(r"(flash|flex|sdpa|attn|attention|cudnn|xformers)", re.
 _ATTN_TEXT = re.compile(r"(attention|attn|flash|flex|sdpa|fa3|fa4|flashinfer|flashmla|head.?dim|head.?size|"
                         r"kv.?cache|backend|triton|cudnn|sliding|window|softcap|mla)", re.I)
 
+_CUDA_TEXT = re.compile(r"(CUDA|cuda|nvcc|compute capability|compiled|sm_\d|arch|capability)")
+"""What of torch's CUDA set-up and extension builder reaches attention users: torch without CUDA, a GPU torch was
+not built for, the CUDA version an extension (flash-attn, TransformerEngine) is compiled against."""
+
 _HF_MODELS = (r"^transformers/models/(llama|mistral|mixtral|qwen2|qwen2_moe|qwen2_vl|qwen2_5_vl|qwen3|qwen3_moe|gemma|"
               r"gemma2|gemma3|phi|phi3|starcoder2|falcon|gpt_neox|gpt2|whisper|wav2vec2|bert|clip|siglip|olmo|"
               r"cohere|mllama|llava|deepseek_v3|idefics2|jamba|bart|t5)/modeling_[^/]+\.py$")
@@ -85,8 +89,10 @@ SOURCES = [
                     r"^torch/nn/functional\.py$", r"^torch/_higher_order_ops/flex_attention\.py$",
                     r"^torch/nested/_internal/sdpa\.py$", r"^torch/_inductor/kernel/flex/[^/]+\.py$",
                     r"^torch/_inductor/kernel/flex_(attention|decoding)\.py$",
-                    r"^torch/_inductor/select_algorithm\.py$", r"^torch/_inductor/autotune_process\.py$"],
+                    r"^torch/_inductor/select_algorithm\.py$", r"^torch/_inductor/autotune_process\.py$",
+                    r"^torch/cuda/__init__\.py$", r"^torch/utils/cpp_extension\.py$"],
         "scope": {r"^torch/nn/functional\.py$": _TORCH_FUNCS},
+        "text": {r"^torch/(cuda/__init__|utils/cpp_extension)\.py$": _CUDA_TEXT},
     },
     {
         "name": "pytorch-debian-source", "repo": "pytorch/pytorch", "tarballs": "debsrc/pytorch_*.orig.tar.xz",
