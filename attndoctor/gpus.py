@@ -294,15 +294,16 @@ def arch_family(text: str) -> tuple[int, ...]:
 
 
 def _sm_beside_arch(text: str) -> int | None:
-    """The compute capability in "Blackwell SM120" or "NVIDIA sm_86 GPU": an sm word beside nothing but its own
-    architecture's name (or none); "Hopper SM120" contradicts itself and stays unknown."""
+    """The compute capability in "Blackwell SM120", "NVIDIA sm_86 GPU" or "SM107 (Rubin)": an sm word beside no
+    architecture name the catalogue knows but its own; "Hopper SM120" contradicts itself and stays unknown."""
     found = _SM_WORD.findall(text)
     if len(found) != 1:
         return None
     sm = int(found[0])
-    rest = re.sub(r"\b(?:nvidia|gpu)\b", " ", _SM_WORD.sub(" ", text), flags=re.I).strip()
-    known = sm_table()
-    if not 30 <= sm <= 200 or rest and sm not in arch_family(rest) or not rest and sm not in known:
+    rest = re.sub(r"\b(?:nvidia|gpu)\b", " ", _SM_WORD.sub(" ", text), flags=re.I).strip(" ()[],-")
+    family = arch_family(rest) if rest else ()
+    named = lookup_gpu(rest) if rest and not family else None
+    if not 30 <= sm <= 200 or family and sm not in family or named is not None and named.sm != sm:
         return None
     return sm
 

@@ -295,7 +295,8 @@ def test_names_with_a_count_another_word_order_or_without_quadro(text: str, name
     assert spec is not None and spec.name == name
 
 
-@pytest.mark.parametrize("text, expected", [("Blackwell SM120", ("sm120", 120)), ("NVIDIA sm_86 GPU", ("sm86", 86))])
+@pytest.mark.parametrize("text, expected", [("Blackwell SM120", ("sm120", 120)), ("NVIDIA sm_86 GPU", ("sm86", 86)),
+                                            ("SM107 (Rubin)", ("sm107", 107)), ("RTX 4090 (sm_89)", ("sm89", 89))])
 def test_an_architecture_written_beside_its_compute_capability(text: str, expected: tuple[str, int]) -> None:
     assert resolve_gpu(text) == expected
 
