@@ -43,7 +43,7 @@ def test_an_undefined_symbol_offers_the_pin_and_keeping_flash_attn_out() -> None
 
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
-    assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang"}
+    assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang", "sageattention"}
     assert {"flash-attn-2", "sdpa-cudnn", "te-fused", "flex-attention"} <= set(load_remedies())
 
 
@@ -128,3 +128,9 @@ def test_torch_without_cuda_and_a_failed_flash_attn_build_are_install_problems()
     got = answer("ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based "
                  "projects")
     assert got.cause.id == "PIP-BUILD-FAILED-FLASH-ATTN"
+
+
+def test_sageattention_is_read_and_its_own_switch_offered() -> None:
+    got = answer("AssertionError: Input tensors must be in dtype of torch.float16 or torch.bfloat16")
+    assert got.cause.id.startswith("SAGEATTENTION-") and "dtype" in got.cause.topics
+    assert any("sageattn" in f for f in got.cause.fixes)

@@ -21,7 +21,7 @@ LABELS: Mapping[str, str] = {
     "pytorch": "PyTorch", "inductor": "PyTorch inductor", "flash-attn": "flash-attn 2", "flash-attn-3": "flash-attn 3",
     "flash-attn-4": "flash-attn 4", "transformer-engine": "TransformerEngine", "cudnn-frontend": "cudnn-frontend",
     "transformers": "transformers", "diffusers": "diffusers", "vllm": "vLLM", "sglang": "SGLang", "xformers": "xformers", "triton": "triton",
-    "cuda": "the CUDA runtime", "loader": "the dynamic loader", "sam2": "SAM 2", "llamafactory": "LLaMA-Factory",
+    "cuda": "the CUDA runtime", "loader": "the dynamic loader", "sam2": "SAM 2", "llamafactory": "LLaMA-Factory", "sageattention": "SageAttention",
 }
 """The libraries the index reads, as reports name them."""
 KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "log"}

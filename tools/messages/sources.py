@@ -82,6 +82,11 @@ SOURCES = [
         "refs": XFORMERS_TAGS, "library": lambda p, ref="": "xformers", "include": [r"^xformers/ops/fmha/[^/]+\.py$"],
     },
     {
+        "name": "sageattention", "repo": "thu-ml/SageAttention", "git": "thu-ml+SageAttention",
+        "refs": ["v2.0.1", "v2.2.0"], "library": lambda p, ref="": "sageattention",
+        "include": [r"^sageattention/[^/]+\.py$", r"^csrc/[^/]+\.(cpp|cu|h)$"],
+    },
+    {
         "name": "torch-wheels", "repo": "pytorch/pytorch", "wheels": "torch-*",
         "library": lambda p, ref="": "inductor" if p.startswith("torch/_inductor/") else "pytorch",
         "include": [r"^torch/include/ATen/native/transformers/.*\.h$", r"^torch/nn/attention/[^/]+\.py$",
