@@ -372,7 +372,8 @@ def _install_candidates(findings: Sequence[Mapping[str, Any]], reading: Any,
 
 FIX_BY_TOPIC = {
     "install-missing": "install {library} (a build for this torch, CUDA and Python), or let another backend take the call",
-    "install-abi": "reinstall {library} built for the installed torch, CUDA and C++ ABI",
+    "install-abi": "reinstall {library} built for the installed torch, CUDA and C++ ABI, or pin (downgrade) {library} "
+                   "to the release whose published build matches them",
     "install-arch": "install a {library} build that includes this GPU's architecture",
     "version-mismatch": "install the {library} release the message asks for (the versions it names)",
     "gpu-arch": "run on a GPU {library} supports, or let another backend take the call",
