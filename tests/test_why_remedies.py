@@ -134,3 +134,10 @@ def test_sageattention_is_read_and_its_own_switch_offered() -> None:
     got = answer("AssertionError: Input tensors must be in dtype of torch.float16 or torch.bfloat16")
     assert got.cause.id.startswith("SAGEATTENTION-") and "dtype" in got.cause.topics
     assert any("sageattn" in f for f in got.cause.fixes)
+
+
+def test_the_backend_a_framework_logs_names_the_backend_of_a_bare_error() -> None:
+    got = answer("[olmo_core.nn.attention:471] Using attention backend 'flex'\n"
+                 "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert "flex-attention" in got.reading.backends
+    assert got.cause is not None and "flex-attention" in got.cause.backends
