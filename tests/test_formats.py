@@ -77,10 +77,13 @@ def test_a_selected_backend_that_fails_at_run_time_fails_at_every_level(cli, fai
     assert cli(*args, *(["--fail-on", fail_on] if fail_on else []))[0] == 1
 
 
-@pytest.mark.parametrize("fail_on, code", [(None, 0), ("info", 1), ("slow", 0), ("wrong-results", 0)])
-def test_fail_on_threshold_semantics(cli, fail_on, code):
-    # flash-attn-4 4.0.0b27 on a B200 runs the required backend with an 'info' finding (FA4-BETA-VERSIONS).
+@pytest.mark.parametrize("beta, fail_on, code", [
+    ("4.0.0b31", None, 0), ("4.0.0b31", "info", 1), ("4.0.0b31", "slow", 0), ("4.0.0b31", "wrong-results", 0),
+    ("4.0.0b27", "slow", 1), ("4.0.0b27", "wrong-results", 0)])
+def test_fail_on_threshold_semantics(cli, beta, fail_on, code):
+    # flash-attn-4 4.0.0b31 on a B200 runs the required backend with an 'info' finding (FA4-BETA-VERSIONS); 4.0.0b27
+    # also carries a 'slow' advisory there (ADV-FA4-SM100-FWD-HD128-SOFTMAX-SPILL-CUTLASS-DSL-452, fixed in b31).
     args = ["explain", "--hdim", "128", "--seqlen", "2048", "--heads", "16", "--dtype", "bf16", "--infer",
-            "--gpu", "B200", "--flash-attn-4", "4.0.0b27", "--torch", "2.11.0", "--cudnn", "9.19.0",
+            "--gpu", "B200", "--flash-attn-4", beta, "--torch", "2.11.0", "--cudnn", "9.19.0",
             "--require", "flash-attn-4"]
     assert cli(*args, *(["--fail-on", fail_on] if fail_on else []))[0] == code
