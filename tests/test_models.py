@@ -94,6 +94,9 @@ EXPECTED = {
          "bf16", 8192),
     ],
     "MiniMax-M1": [("MiniMax-M1", 64, 8, 128, 128, (-1, -1), 0.0, "none", "causal", None, 8192)],
+    "Qwen3-Next-80B-A3B-Instruct": [
+        ("Qwen3-Next-80B-A3B-Instruct", 16, 2, 256, 256, (-1, -1), 0.0, "none", "causal", "bf16", 8192),
+    ],
 }
 
 

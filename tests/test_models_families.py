@@ -1,8 +1,8 @@
 """Today's model families read per attention kind from their config.json, and the per-layer plan explain prints.
 
 Real config.json copies live in tests/fixtures/models/<model>/ with a SOURCE file naming where each was read.
-Qwen3-Next, with no citable copy, is exercised with small configs written here, which test the reading rules and
-claim to be no model's file; Gemma 4 and Llama 4 have both.
+Small configs written here test the reading rules and claim to be no model's file; Qwen3-Next, Gemma 4 and Llama 4
+have both.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def write(tmp_path: Path, doc: dict, name: str) -> Path:
 @pytest.mark.parametrize("model", ["gpt-oss-20b", "SmolLM3-3B", "Qwen3-4B", "DeepSeek-V3.2-Exp", "gemma-4-31B-it",
                                    "gemma-4-E2B-it", "Qwen3.5-9B", "phi-4", "Devstral-Small-2-24B-Instruct-2512",
                                    "MiniMax-M2", "Llama-4-Scout-17B-16E-Instruct", "Llama-4-Maverick-17B-128E-Instruct",
-                                   "MiniMax-M1"])
+                                   "MiniMax-M1", "Qwen3-Next-80B-A3B-Instruct"])
 def test_every_new_fixture_names_its_source(model):
     source = (MODELS / model / "SOURCE").read_text()
     assert "config" in source and len(source.split("@")[1].split()[0]) >= 40  # a commit, not a branch
@@ -207,6 +207,31 @@ def test_qwen3_next_interval_leaves_linear_attention_out(tmp_path):
     assert shape(kind) == ("all layers", 16, 2, 256, 256, (-1, -1), "causal", False, 2)
     assert kind.layers == (3, 7)
     assert reading.skipped == {"linear_attention": (0, 1, 2, 4, 5, 6)}
+
+
+def test_qwen3_next_real_config_reads_its_interval_and_leaves_the_deltanet_layers_out():
+    reading = read_model(MODELS / "Qwen3-Next-80B-A3B-Instruct")
+    (kind,) = reading.kinds
+    assert shape(kind) == ("all layers", 16, 2, 256, 256, (-1, -1), "causal", False, 12)
+    assert kind.layers == tuple(range(3, 48, 4))
+    assert reading.skipped == {"linear_attention": tuple(i for i in range(48) if i % 4 != 3)}
+    assert reading.skipped_origin == "full_attention_interval=4 (layer_types absent)"
+    # the linear_* keys size the gated deltanet layers, never the softmax ones
+    assert (kind.config.origin["heads"], kind.config.origin["kv_heads"], kind.config.origin["hdim"]) == \
+        ("num_attention_heads", "num_key_value_heads", "head_dim")
+    assert kind.config.origin["window"] == ("full_attention_interval=4 (layer_types absent): 12 of 48 layers are "
+                                            "full_attention: no window")
+
+
+def test_plan_of_qwen3_next_in_text_lists_the_linear_layers(cli):
+    code, out, _ = cli("explain", "--model", str(MODELS / "Qwen3-Next-80B-A3B-Instruct"), *H100_TORCH27,
+                       "--dtype", "bf16")
+    out = " ".join(out.split())
+    assert "Per-layer plan: Qwen3-Next-80B-A3B-Instruct, 48 layers" in out
+    assert "all layers: 12 layers (3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47) d=256 h=16/2kv s=8192 bf16" in out
+    assert "linear_attention: 36 layers (0-2, 4-6, 8-10, 12-14, 16-18, 20-22, 24-26, 28-30, 32-34, 36-38, 40-42, " \
+           "44-46) from full_attention_interval=4 (layer_types absent): no softmax attention, left out of the " \
+           "verdicts" in out
 
 
 def test_llama4_chunked_layers_are_an_arbitrary_mask_and_nope_layers_are_named(tmp_path):
