@@ -43,7 +43,7 @@ def test_an_undefined_symbol_offers_the_pin_and_keeping_flash_attn_out() -> None
 
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
-    assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang", "sageattention"}
+    assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang", "sageattention", "llamafactory"}
     assert {"flash-attn-2", "sdpa-cudnn", "te-fused", "flex-attention"} <= set(load_remedies())
 
 
@@ -141,3 +141,10 @@ def test_the_backend_a_framework_logs_names_the_backend_of_a_bare_error() -> Non
                  "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     assert "flex-attention" in got.reading.backends
     assert got.cause is not None and "flex-attention" in got.cause.backends
+
+
+def test_llama_factorys_own_attention_messages_are_read() -> None:
+    got = answer("[WARNING|2025-01-01 00:00:00] llamafactory.model.model_utils.attention:50 >> Gemma 2 should use "
+                 "flash attention 2, change `flash_attn` to fa2.")
+    assert any(h.entry.library == "llamafactory" for h in got.reading.hits)
+    assert "flash_attn: sdpa" in with_alternative((), (), "llamafactory")[-1]

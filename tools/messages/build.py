@@ -21,8 +21,8 @@ from .model import FACT_FIELDS, entry_id, pattern_of, skip_reason, template_of
 from .sources import CACHE, MIRROR, SOURCES, backends_for
 
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
-             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention", "triton",
-             "cuda", "loader"]
+             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention",
+             "llamafactory", "triton", "cuda", "loader"]
 
 
 def tag_version(tag: str) -> str:

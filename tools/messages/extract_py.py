@@ -11,6 +11,7 @@ _LOG_KIND = {
     "warning": "warning", "warn": "warning", "warning_once": "warning", "warn_once": "warning",
     "info": "log", "info_once": "log", "debug": "log", "debug_once": "log",
     "error": "error", "exception": "error", "critical": "error", "fatal": "error",
+    "warning_rank0": "warning", "warning_rank0_once": "warning", "info_rank0": "log", "error_rank0": "error",
 }
 _LOGGER_NAMES = re.compile(r"^(logger|log|logging|_logger|LOGGER|LOG|_log|perf_logger|logger_)$")
 _PCT = re.compile(r"%(\((?P<key>[^)]*)\))?[#0\- +]*(\*|\d+)?(\.(\*|\d+))?[hlL]?(?P<conv>[diouxXeEfFgGcrsa%])")

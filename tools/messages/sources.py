@@ -82,6 +82,13 @@ SOURCES = [
         "refs": XFORMERS_TAGS, "library": lambda p, ref="": "xformers", "include": [r"^xformers/ops/fmha/[^/]+\.py$"],
     },
     {
+        "name": "llamafactory", "repo": "hiyouga/LLaMA-Factory", "git": "hiyouga+LLaMA-Factory",
+        "refs": ["v0.8.3", "v0.9.1", "v0.9.3", "v0.9.5"], "library": lambda p, ref="": "llamafactory",
+        "include": [r"^src/llamafactory/model/model_utils/(attention|packing|longlora|visual)\.py$",
+                    r"^src/llamafactory/hparams/(model_args|parser|finetuning_args)\.py$"],
+        "text": {r"^src/llamafactory/hparams/": _ATTN_TEXT},
+    },
+    {
         "name": "sageattention", "repo": "thu-ml/SageAttention", "git": "thu-ml+SageAttention",
         "refs": ["v2.0.1", "v2.2.0"], "library": lambda p, ref="": "sageattention",
         "include": [r"^sageattention/[^/]+\.py$", r"^csrc/[^/]+\.(cpp|cu|h)$"],
