@@ -264,12 +264,21 @@ def environment_from_dict(data: Any, *, where: str = "env file") -> Environment:
         raise UsageError(f"{where}: malformed environment ({exc})") from None
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _wholes(value: Any) -> bool:
+    return isinstance(value, list) and all(_whole(a) for a in value)
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(a, str) for a in value)
+
+
 _BINARY_FIELDS: dict[str, Callable[[Any], bool]] = {
-    "sass": lambda v: isinstance(v, list) and all(isinstance(a, int) and not isinstance(a, bool) for a in v),
-    "ptx": lambda v: isinstance(v, list) and all(isinstance(a, int) and not isinstance(a, bool) for a in v),
-    "unresolved": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
-    "unresolved_demangled": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
-    "unresolved_count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "sass": _wholes, "ptx": _wholes, "unresolved": _texts, "unresolved_demangled": _texts,
+    "unresolved_count": lambda v: _whole(v) and v >= 0,
     "device_code": lambda v: isinstance(v, bool),
 }
 """The fields of a binary entry that install findings compute with, and the values each may take (or null)."""

@@ -114,18 +114,19 @@ def install_findings(env: Environment) -> tuple[InstallFinding, ...]:
     return tuple(f for _entry, found in judge_binaries(env) for f in found)
 
 
-def install_notes(env: Environment) -> list[dict[str, str]]:
-    """The findings as the environment's notes list them (kind binary)."""
+def install_notes(env: Environment, found: Iterable[InstallFinding] | None = None) -> list[dict[str, str]]:
+    """The findings (`found`, else the environment's) as the environment's notes list them (kind binary)."""
     # torch's own missing arch is left out where the probe's cross-check already says so, from torch's arch list
     torch_said = env.api.get("torch.arch_supported") is False
-    return [f.note() for f in install_findings(env)
+    return [f.note() for f in (install_findings(env) if found is None else found)
             if not (torch_said and f.package == "torch" and f.kind is InstallKind.ARCH)]
 
 
 def environment_dict(env: Environment) -> dict[str, Any]:
     """The environment as reports write it: the facts read, each binary with its findings, the findings as notes."""
     data = env.to_dict()
+    judged = judge_binaries(env)
     if env.binaries is not None:
-        data["binaries"] = [{**entry, "findings": [f.to_dict() for f in found]} for entry, found in judge_binaries(env)]
-    data["notes"] = data["notes"] + install_notes(env)
+        data["binaries"] = [{**entry, "findings": [f.to_dict() for f in found]} for entry, found in judged]
+    data["notes"] = data["notes"] + install_notes(env, (f for _entry, found in judged for f in found))
     return data

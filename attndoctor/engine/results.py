@@ -12,6 +12,8 @@ from .states import RUNS, STATUS_OF_EFFECT, Effect, Evidence, Status, Surface
 STATUSES = tuple(Status)
 """Every status a verdict may have (see states.Status)."""
 OUTSIDE = "AD-OUTSIDE-RULES"
+NO_RELEASE = "AD-NO-RELEASE-RUNS"
+EVERY_RELEASE = "AD-EVERY-RELEASE-RUNS"
 OPEN_ADVISORY_FACTS = frozenset({"cutlass_dsl", "cutlass_dsl_dev"})
 """Facts whose absence keeps an advisory open (the verdict depends on them) instead of quiet: the nvidia-cutlass-dsl
 runtime, which several flash-attn 4 bugs hinge on, which no other fact implies and which one flag gives."""
@@ -20,11 +22,10 @@ DERIVED_FROM = {"cutlass_dsl_dev": "cutlass_dsl"}
 """A fact read off a version -> that version, which is what a user gives."""
 
 
-def opens_advisory(missing: "Sequence[str] | set[str]") -> bool:
+def opens_advisory(missing: Sequence[str] | set[str]) -> bool:
     """Whether an advisory undecided for want of exactly these facts leaves the verdict depending on them."""
     return bool(missing) and set(missing) <= OPEN_ADVISORY_FACTS
-NO_RELEASE = "AD-NO-RELEASE-RUNS"
-EVERY_RELEASE = "AD-EVERY-RELEASE-RUNS"
+
 
 
 EFFECT_ORDER = {effect: i for i, effect in enumerate(EFFECTS)}

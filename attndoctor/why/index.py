@@ -54,10 +54,10 @@ class LazyPattern:
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         if self._compiled is None:
             self._compiled = tuple(re.compile(p) for p in (self.pattern, self.head) if p)
+        if len(self._compiled) == 1:
+            return self._compiled[0].finditer(text)
         found = list(self._compiled[0].finditer(text))
-        if not found and len(self._compiled) > 1:
-            found = list(self._compiled[1].finditer(text))
-        return iter(found)
+        return iter(found) if found else self._compiled[1].finditer(text)
 
 
 HEAD_MIN = 32

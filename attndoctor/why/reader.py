@@ -28,20 +28,17 @@ NODE_BACKENDS = {"ScaledDotProductFlashAttentionBackward": "sdpa-flash",
                  "FlashAttnFuncBackward": "flash-attn-2", "FlashAttnVarlenFuncBackward": "flash-attn-2",
                  "FlashAttnQKVPackedFuncBackward": "flash-attn-2", "FlexAttentionBackward": "flex-attention"}
 """Autograd's names for the backward nodes of the attention kernels (a traceback or anomaly-mode message)."""
-FRAMEWORK_BACKENDS = {"flex": ("flex-attention",), "flex_attention": ("flex-attention",),
-                      "fa2": ("flash-attn-2",), "flash_attn": ("flash-attn-2",), "flash_attn_2": ("flash-attn-2",),
-                      "flash_attention_2": ("flash-attn-2",), "fa3": ("flash-attn-3",), "flash_attn_3": ("flash-attn-3",),
-                      "flash_attention_3": ("flash-attn-3",), "fa4": ("flash-attn-4",), "flash_attn_4": ("flash-attn-4",),
-                      "torch_sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"),
-                      "sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"),
-                      "te": ("te-flash", "te-fused", "te-unfused"),
-                      "transformer_engine": ("te-flash", "te-fused", "te-unfused")}
-"""The names training and serving frameworks log for the attention backend in use ("Using attention backend
-'flex'", "attention_backend='fa3'")."""
 IMPLEMENTATIONS = {"sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"),
                    "flash_attention_2": ("flash-attn-2",), "flash_attention_3": ("flash-attn-3",),
                    "flex_attention": ("flex-attention",)}
 """transformers' attn_implementation values, as a message's placeholder prints them ("... not implemented for sdpa")."""
+FRAMEWORK_BACKENDS = {**IMPLEMENTATIONS, "torch_sdpa": IMPLEMENTATIONS["sdpa"], "flex": ("flex-attention",),
+                      "fa2": ("flash-attn-2",), "flash_attn": ("flash-attn-2",), "flash_attn_2": ("flash-attn-2",),
+                      "fa3": ("flash-attn-3",), "flash_attn_3": ("flash-attn-3",), "fa4": ("flash-attn-4",),
+                      "flash_attn_4": ("flash-attn-4",), "te": LIBRARY_BACKENDS["transformer-engine"],
+                      "transformer_engine": LIBRARY_BACKENDS["transformer-engine"]}
+"""The names training and serving frameworks log for the attention backend in use ("Using attention backend
+'flex'", "attention_backend='fa3'"): transformers' names and their own."""
 PACKAGE_BACKENDS = {**{name: LIBRARY_BACKENDS[name] for name in ("flash-attn", "flash-attn-3", "flash-attn-4",
                                                                   "transformer-engine", "xformers")},
                     "nvidia-cudnn-frontend": ("cudnn-fe",)}
