@@ -5,7 +5,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..config import AttentionConfig
-from ..environment import Environment
+from ..environment import PACKAGES, Environment
 from .rule_model import BLOCKING, EFFECTS, Backend, Fix
 from .states import RUNS, STATUS_OF_EFFECT, Effect, Evidence, Status, Surface
 
@@ -14,9 +14,9 @@ STATUSES = tuple(Status)
 OUTSIDE = "AD-OUTSIDE-RULES"
 NO_RELEASE = "AD-NO-RELEASE-RUNS"
 EVERY_RELEASE = "AD-EVERY-RELEASE-RUNS"
-OPEN_ADVISORY_FACTS = frozenset({"cutlass_dsl", "cutlass_dsl_dev"})
-"""Facts whose absence keeps an advisory open (the verdict depends on them) instead of quiet: the nvidia-cutlass-dsl
-runtime, which several flash-attn 4 bugs hinge on, which no other fact implies and which one flag gives."""
+RELEASE_FACTS = frozenset({*PACKAGES, "cudnn_compiled", "flash_attn_local", "cutlass_dsl_dev", "flash_attn_4_beta"})
+"""Facts that name a release: an advisory undecided only for want of them is a modelled release that fails the
+config while others run it, so the verdict depends on them (an advisory open on config facts stays a note)."""
 
 DERIVED_FROM = {"cutlass_dsl_dev": "cutlass_dsl"}
 """A fact read off a version -> that version, which is what a user gives."""
@@ -24,7 +24,7 @@ DERIVED_FROM = {"cutlass_dsl_dev": "cutlass_dsl"}
 
 def opens_advisory(missing: Sequence[str] | set[str]) -> bool:
     """Whether an advisory undecided for want of exactly these facts leaves the verdict depending on them."""
-    return bool(missing) and set(missing) <= OPEN_ADVISORY_FACTS
+    return bool(missing) and set(missing) <= RELEASE_FACTS
 
 
 
