@@ -10,7 +10,7 @@ import pytest
 DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention",
-             "llamafactory", "triton", "cuda", "loader"}
+             "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
          "smem_limit"}
@@ -127,6 +127,18 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376. "
      "Reducing block sizes or `num_stages` may help.", "triton", "smem_required", "232448"),
     ("libcudnn.so.9: cannot open shared object file: No such file or directory", "loader", None, None),
+    # modelscope/ms-swift#5690, unslothai/unsloth#4983, axolotl-ai-cloud/axolotl#1527,
+    # NVIDIA-NeMo/Megatron-Bridge#5895 (each as the thread quotes it)
+    ('ValueError: The "packing" feature requires a flash attention implementation. Please use one of: "flash_attn", '
+     '"flash_attention_2", "flash_attention_3".', "ms-swift", None, None),
+    ("Unsloth: Your Flash Attention 2 installation seems to be broken. Using Xformers instead. No performance changes "
+     "will be seen.", "unsloth", None, None),
+    ("[2024-04-17 00:08:54,225] [INFO] [axolotl.load_model:354] [PID:808742] [RANK:2] patching with flash attention "
+     "for sample packing", "axolotl", None, None),
+    ("AssertionError: Context parallelism is only supported by TEDotProductAttention! when instantiating "
+     "Gemma4DenseSelfAttention", "megatron", None, None),
+    ("AssertionError: Transformer-Engine v1.11.0+fc03478 must be >= 1.12.0 to supporthierarchical cp commucation.",
+     "megatron", "te", "1.11.0+fc03478"),
 ])
 def test_known_messages_are_found(text, library, fact, value):
     hits = [e for lib, e in ENTRIES if lib == library and COMPILED[e["id"]].search(text)]

@@ -28,3 +28,39 @@ def test_a_dtype_printed_by_msvc_is_read_without_its_struct_word():
     match = re.search(pattern, "Expected query, key, and value to have the same dtype, but got query.dtype: struct "
                                "c10::Half key.dtype: float instead.")
     assert match and match.group("query_dtype") == "c10::Half" and match.group("key_dtype") == "float"
+
+
+def test_bare_prints_are_read_only_where_a_source_asks():
+    from tools.messages import extract_py
+    source = ("def check():\n"
+              "    if not ok:\n"
+              "        print(\"Unsloth: Your Flash Attention 2 installation seems to be broken?\", err)\n")
+    assert extract_py.extract(source)[0] == []
+    raws, _ = extract_py.extract(source, prints=True)
+    assert len(raws) == 1 and raws[0].kind == "log"
+    pattern, _ = pattern_of(raws[0].parts)
+    assert re.search(pattern, "Unsloth: Your Flash Attention 2 installation seems to be broken? No module named x")
+
+
+def test_a_training_frameworks_words_name_the_backend_and_a_status_field_names_none():
+    from tools.messages.sources import backends_for
+    assert backends_for("unsloth", "unsloth/models/_utils.py",
+                        "Unsloth: Your Flash Attention 2 installation seems to be broken.") == ["flash-attn-2"]
+    assert backends_for("unsloth", "unsloth/models/llama.py",
+                        "Bfloat16 = {supports_bfloat16}. FA [Xformers = {xformers_version}. FA2 = {has_fa}]") == []
+    assert backends_for("megatron", "megatron/core/transformer/transformer_config.py",
+                        "Batch invariant mode only supports FlashAttention (--attention-backend flash)") == ["te-flash"]
+    assert backends_for("megatron", "megatron/core/transformer/attention.py",
+                        "flash_attention_version=3 requested but FlashAttention-3 is not installed") == ["flash-attn-3"]
+    assert backends_for("axolotl", "src/axolotl/utils/schemas/config.py",
+                        "attn_implementation=fp8 requires compute capability sm_90 or higher (Hopper+).") == []
+    assert backends_for("ms-swift", "swift/megatron/arguments/megatron_args.py",
+                        "Forcing Flash Attention v{fa_version} as the attention backend.") == []
+    assert set(backends_for("axolotl", "src/axolotl/utils/schemas/validation.py",
+                            "context_parallel_size > 1 requires flash attention (attn_implementation: "
+                            "flash_attention_2 or flash_attention_3).")) == {"flash-attn-2", "flash-attn-3"}
+
+
+def test_megatron_core_tags_are_versions():
+    from tools.messages.build import tag_version
+    assert tag_version("core_v0.13.0") == "0.13.0"

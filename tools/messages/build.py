@@ -22,12 +22,12 @@ from .sources import CACHE, MIRROR, SOURCES, backends_for
 
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention",
-             "llamafactory", "triton", "cuda", "loader"]
+             "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"]
 
 
 def tag_version(tag: str) -> str:
     """Releases are versions, compared with packaging, whatever the tag spelling."""
-    t = re.sub(r"^fa4-", "", tag)
+    t = re.sub(r"^(fa4-|core_)", "", tag)
     t = t.lstrip("v")
     t = t.replace(".beta", "b")
     return str(Version(t))
@@ -135,7 +135,7 @@ class Index:
     def note_read(self, library: str, repo: str, ref: str, path: str):
         self.read[library].append((repo, ref, path))
 
-    def add(self, library: str, repo: str, ref: str, release: str, path: str, raw):
+    def add(self, library: str, repo: str, ref: str, release: str, path: str, raw, not_facts=frozenset()):
         reason = skip_reason(raw.parts)
         if reason:
             self.skipped[library][reason] += 1
@@ -146,6 +146,7 @@ class Index:
         e = self.entries.get(eid)
         if e is None:
             pattern, facts = pattern_of(raw.parts)
+            facts = {group: fact for group, fact in facts.items() if group not in not_facts}
             e = {
                 "id": eid, "library": library, "kind": raw.kind, "template": template, "pattern": pattern,
                 "facts": facts, "condition": raw.condition,
@@ -195,9 +196,10 @@ def run(out_dir: str) -> int:
             n += 1
             idx.note_read(library, src["repo"], ref, path)
             extractor = extract_py if path.endswith(".py") else extract_cpp
-            key = (extractor.__name__, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
+            prints = bool(src.get("prints")) and extractor is extract_py
+            key = (extractor.__name__, prints, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
             if key not in memo:
-                memo[key] = extractor.extract(text)
+                memo[key] = extractor.extract(text, prints=True) if prints else extractor.extract(text)
             raws, skipped = memo[key]
             for k, v in skipped.items():
                 idx.skipped[library][k] += v
@@ -212,7 +214,7 @@ def run(out_dir: str) -> int:
                 if not _text_ok(src, path, template_of(raw.parts)):
                     idx.skipped[library]["not about attention (shared file)"] += 1
                     continue
-                idx.add(library, src["repo"], ref, release, path, raw)
+                idx.add(library, src["repo"], ref, release, path, raw, src.get("not_facts", frozenset()))
         print(f"{src['name']}: {n} files", file=sys.stderr)
     for library, repo, ref, release, path, raw in native.read_all(CACHE):
         idx.note_read(library, repo, ref, path)

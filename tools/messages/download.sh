@@ -36,3 +36,6 @@ ls "$CACHE/../debsrc"/pytorch_*.orig.tar.xz >/dev/null 2>&1 || {
   (cd "$CACHE/../debsrc" && apt-get "${O[@]}" source --download-only pytorch=2.6.0+dfsg-7)
 }
 ls "$CACHE/../deb"/libc6_*.deb >/dev/null 2>&1 || (cd "$CACHE/../deb" && apt-get download libc6)
+# unsloth (training framework): its release wheels carry the source; Megatron-LM, ms-swift and axolotl are read from
+# their git snapshots (NVIDIA+Megatron-LM, modelscope+ms-swift, axolotl-ai-cloud+axolotl under $MESSAGES_MIRROR)
+for v in 2024.8 2025.3.19 2025.10.12 2026.10.9; do get "unsloth==$v" --only-binary=:all:; done

@@ -176,8 +176,17 @@ def _call_name(func: ast.AST) -> tuple[str, str]:
     return "", ""
 
 
-def extract(source: str) -> tuple[list, dict]:
-    """One pass over a module yields every message it can print and the counts of what it skipped."""
+def _print_parts(args: list) -> ast.AST:
+    """print(a, b) writes its arguments separated by one space; the message is that sum."""
+    node = args[0]
+    for a in args[1:]:
+        node = ast.BinOp(left=ast.BinOp(left=node, op=ast.Add(), right=ast.Constant(" ")), op=ast.Add(), right=a)
+    return node
+
+
+def extract(source: str, prints: bool = False) -> tuple[list, dict]:
+    """One pass over a module yields every message it can print and the counts of what it skipped; `prints` reads
+    bare print() calls too, for libraries that report their set-up that way (unsloth)."""
     skipped: dict = {}
     try:
         tree = ast.parse(source)
@@ -239,6 +248,9 @@ def extract(source: str) -> tuple[list, dict]:
                     add(_LOG_KIND[attr], first, n, stack, ctx)
             elif attr == "append" and "reason" in base.lower() and call.args:
                 add("error", call.args[0], n, stack, ctx)
+            elif prints and base == "" and attr == "print" and call.args \
+                    and not any(isinstance(a, ast.Starred) for a in call.args):
+                add("log", _print_parts(call.args), n, stack, ctx)
         for child in ast.iter_child_nodes(n):
             visit(child, stack + [n], ctx)
 

@@ -32,6 +32,7 @@ _FACT_BY_NAME = {
     "gpu_name": "gpu", "device_name": "gpu",
     "torch_version": "torch", "cuda_version": "cuda", "cudnn_version": "cudnn",
     "flash_attn_version": "flash_attn", "flash_attention_version": "flash_attn", "te_version": "te",
+    "get_te_version": "te",
     "window_size": "window", "sliding_window": "window", "window_size_left": "window",
     "dropout_p": "dropout", "dropout": "dropout", "attention_dropout": "dropout",
     "softcap": "softcap", "logit_softcapping": "softcap", "softcapping": "softcap",

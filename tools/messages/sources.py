@@ -22,6 +22,16 @@ _ATTN_FUNCS = re.compile(r"(flash|flex|sdpa|attn|attention|cudnn|xformers)", re.
 _ATTN_TEXT = re.compile(r"(attention|attn|flash|flex|sdpa|fa3|fa4|flashinfer|flashmla|head.?dim|head.?size|"
                         r"kv.?cache|backend|triton|cudnn|sliding|window|softcap|mla)", re.I)
 
+_MEGATRON_TEXT = re.compile(r"(attention|attn|\bflash|sdpa|head.?dim|kv.?channels|window|(?-i:\bTE\b)|transformer.?engine|"
+                            r"fp8|context.?parallel|\bcp\b|cp.comm|\bmla\b|multi.latent|NVTE_)", re.I)
+"""Megatron's config and argument checks that reach attention: backends, TransformerEngine, fp8, head sizes, windows
+and context parallelism."""
+_TRAIN_TEXT = re.compile(r"(attention|attn|\bflash(?![ _-]?(optim|ckpt|checkpoint|adamw))|\bflex[ _]?att|sdpa|\bsdp_|"
+                         r"xformers|\beager\b|\bfa[234]\b|head.?dim|head.?size|sliding|window|softcap|kv.?cache|varlen|"
+                         r"packing|padding.?free|capability|bfloat16)", re.I)
+"""What of a training framework's checks is about attention: the implementation chosen, packing (which needs a
+varlen kernel), head sizes, windows, and the GPU features (capability, bf16) the kernels depend on."""
+
 _CUDA_TEXT = re.compile(r"(CUDA|cuda|nvcc|compute capability|compiled|sm_\d|arch|capability)")
 """What of torch's CUDA set-up and extension builder reaches attention users: torch without CUDA, a GPU torch was
 not built for, the CUDA version an extension (flash-attn, TransformerEngine) is compiled against."""
@@ -89,6 +99,43 @@ SOURCES = [
         "text": {r"^src/llamafactory/hparams/": _ATTN_TEXT},
     },
     {
+        "name": "megatron", "repo": "NVIDIA/Megatron-LM", "git": "NVIDIA+Megatron-LM",
+        "refs": ["core_v0.8.0", "core_v0.10.0", "core_v0.13.0", "core_v0.15.0", "core_v0.19.0"],
+        "library": lambda p, ref="": "megatron",
+        "include": [r"^megatron/core/transformer/(attention|dot_product_attention|multi_latent_attention)\.py$",
+                    r"^megatron/core/(extensions|transformer/custom_layers)/transformer_engine\.py$",
+                    r"^megatron/core/transformer/transformer_config\.py$", r"^megatron/training/arguments\.py$",
+                    r"^megatron/core/models/common/language_module/language_module\.py$"],
+        "text": {r"^megatron/(core/transformer/transformer_config|training/arguments|core/models/common/)": _MEGATRON_TEXT},
+        # --flash-attention-version is the major version chosen (2, 3 or 4), not the installed flash-attn's version
+        "not_facts": frozenset({"flash_attention_version"}),
+    },
+    {
+        "name": "ms-swift", "repo": "modelscope/ms-swift", "git": "modelscope+ms-swift",
+        "refs": ["v2.4.2", "v3.2.2", "v3.9.3", "v4.5.2"], "library": lambda p, ref="": "ms-swift",
+        "include": [r"^swift/llm/(utils/(argument|model|utils)|sft|rlhf)\.py$", r"^swift/(llm/)?(argument|arguments)/.*\.py$",
+                    r"^swift/(llm/)?model/(patcher|utils|register)\.py$", r"^swift/(llm/)?(train|pipelines/train)/(sft|rlhf)\.py$",
+                    r"^swift/(llm/)?template/base\.py$", r"^swift/megatron/(argument|arguments|trainers)/[^/]+\.py$",
+                    r"^swift/megatron/model/utils\.py$", r"^swift/(trainers/)?sequence_parallel/[^/]+\.py$",
+                    r"^swift/tuners/longlora/llama\.py$"],
+        "text": {r"^swift/": _TRAIN_TEXT},
+    },
+    {
+        "name": "unsloth-wheels", "repo": "unslothai/unsloth", "wheels": "unsloth-2*", "prints": True,
+        "library": lambda p, ref="": "unsloth",
+        "include": [r"^unsloth/(__init__|_gpu_init|import_fixes|trainer|context_parallel)\.py$",
+                    r"^unsloth/models/[^/]+\.py$", r"^unsloth/kernels/(flex_attention|utils)\.py$",
+                    r"^unsloth/utils/[^/]+\.py$"],
+        "text": {r"^unsloth/": _TRAIN_TEXT},
+    },
+    {
+        "name": "axolotl", "repo": "axolotl-ai-cloud/axolotl", "git": "axolotl-ai-cloud+axolotl",
+        "refs": ["v0.6.0", "v0.9.2", "v0.13.0", "v0.18.0"], "library": lambda p, ref="": "axolotl",
+        "include": [r"^src/axolotl/utils/(config|schemas)/.*\.py$", r"^src/axolotl/monkeypatch/(.*/)?[^/]*(attn|attention)[^/]*(/.*)?\.py$",
+                    r"^src/axolotl/(loaders/patch_manager|utils/models)\.py$"],
+        "text": {r"^src/axolotl/": _TRAIN_TEXT},
+    },
+    {
         "name": "sageattention", "repo": "thu-ml/SageAttention", "git": "thu-ml+SageAttention",
         "refs": ["v2.0.1", "v2.2.0"], "library": lambda p, ref="": "sageattention",
         "include": [r"^sageattention/[^/]+\.py$", r"^csrc/[^/]+\.(cpp|cu|h)$"],
@@ -148,6 +195,11 @@ SOURCES = [
     },
 ]
 
+TRAINING = ("megatron", "ms-swift", "unsloth", "axolotl")
+"""Training frameworks: every backend their message names counts (a check may list several implementations)."""
+_STATUS_FIELD = re.compile(r"\b[\w.]+ ?= ?\{[^{}]*\}")
+"""`FA2 = {has_flash_attention}` in a start-up banner reports a state, whatever it is; it names no backend in use."""
+
 # Backend ids named by a message's own words, tried before the file's default.
 TEXT_BACKENDS = [
     (re.compile(r"\bcuDNN attention|CuDNN attention|cudnn_attention|cuDNN SDPA|cuDNN MHA|\bcuDNN\b", re.I), "sdpa-cudnn",
@@ -160,14 +212,30 @@ TEXT_BACKENDS = [
     (re.compile(r"UnfusedDotProductAttention|unfused", re.I), "te-unfused", {"transformer-engine"}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|hopper", re.I), "flash-attn-3",
      {"transformers", "vllm", "sglang", "diffusers"}),
+    # "Hopper" in a training framework's check names the GPU (fp8, TMA), not the hopper/ build of flash-attn
+    (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b", re.I), "flash-attn-3", set(TRAINING)),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?4|\bFA[_ -]?(version )?4\b", re.I), "flash-attn-4",
-     {"transformers", "vllm", "sglang", "diffusers"}),
+     {"transformers", "vllm", "sglang", "diffusers", *TRAINING}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?2|\bFA[_ -]?(version )?2\b", re.I), "flash-attn-2",
-     {"transformers", "vllm", "sglang", "diffusers"}),
+     {"transformers", "vllm", "sglang", "diffusers", *TRAINING}),
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
-     {"transformers", "vllm", "sglang", "diffusers"}),
+     {"transformers", "vllm", "sglang", "diffusers", *TRAINING}),
     (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention|native attention", re.I),
-     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers"}),
+     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl"}),
+    # axolotl's `sdp_attention: true` selects torch's scaled_dot_product_attention
+    (re.compile(r"\bsdp_attention\b"), "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"axolotl"}),
+    # these frameworks' flash option and the flash-attn package they import are FlashAttention-2 unless a version is
+    # named; a gloss in parentheses ("Xformers (Flash Attention)") describes another library
+    (re.compile(r"(?<!\()\bflash[_ -]?(attention|attn)(?![_ -]?(v|version|ver)?[ :=]*[34{])", re.I), "flash-attn-2",
+     {"ms-swift", "unsloth", "axolotl"}),
+    (re.compile(r"flash-attn package|flash_attn_with_kvcache|flash[_ ]attn ver[si]*on v2\.", re.I), "flash-attn-2",
+     {"megatron"}),
+    # Megatron's --attention-backend picks TransformerEngine's backends through NVTE_FLASH_ATTN / NVTE_FUSED_ATTN /
+    # NVTE_UNFUSED_ATTN (megatron/core/models/common/language_module/language_module.py)
+    (re.compile(r"attention.backend[ =:]*'?flash\b|AttnBackend\.flash|NVTE_FLASH_ATTN\b"), "te-flash", {"megatron"}),
+    (re.compile(r"FusedAttention|fused[_ ]attn(ention)?\b|attention.backend[ =:]*'?fused\b|AttnBackend\.fused|"
+                r"NVTE_FUSED_ATTN\b", re.I), "te-fused", {"megatron"}),
+    (re.compile(r"UnfusedDotProductAttention|\bunfused\b|NVTE_UNFUSED_ATTN\b", re.I), "te-unfused", {"megatron"}),
 ]
 
 
@@ -202,7 +270,9 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
     """The message's own words name the backend more precisely than the file does."""
     if library == "cudnn-frontend" and re.search(r"\bsdpa|scaled.dot.product", template, re.I):
         return ["cudnn-fe"]
-    if (library == "pytorch" and "flex" not in path) or library == "transformer-engine":
+    if library in TRAINING:
+        template = _STATUS_FIELD.sub("", template)
+    if (library == "pytorch" and "flex" not in path) or library == "transformer-engine" or library in TRAINING:
         found: list = []
         for rx, names, libs in TEXT_BACKENDS:
             if library in libs and rx.search(template):
