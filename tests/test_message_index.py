@@ -9,7 +9,7 @@ import pytest
 
 DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
-             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention",
+             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers", "sageattention",
              "llamafactory", "triton", "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
