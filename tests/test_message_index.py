@@ -127,6 +127,11 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376. "
      "Reducing block sizes or `num_stages` may help.", "triton", "smem_required", "232448"),
     ("libcudnn.so.9: cannot open shared object file: No such file or directory", "loader", None, None),
+    ("RuntimeError: Unsupported head_dim: 80", "flashinfer", "hdim", "80"),
+    ("RuntimeError: Expect (32 <= headDim <= 2048) && (numTokensPerPage <= 128), got headDimPerCtaV=%d, "
+     "headDimQk=%d, headDimV=%d, numTokensPerPage=%d256256256544", "flashinfer", None, None),
+    ("ERROR 04-24 11:52:08 [fa_utils.py:42] Cannot use FA version 2 is not supported due to FA2 is only supported "
+     "on devices with compute capability >= 8", "vllm", None, None),
 ])
 def test_known_messages_are_found(text, library, fact, value):
     hits = [e for lib, e in ENTRIES if lib == library and COMPILED[e["id"]].search(text)]

@@ -165,7 +165,11 @@ SOURCES = [
                     r"compilation_context|cuda_utils)\.py$",
                     r"^flashinfer/jit/(__init__|core|env|cpp_ext|utils|cubin_loader|attention)\.py$",
                     r"^flashinfer/jit/attention/[^/]+\.py$", r"^flashinfer/cudnn/(decode|prefill|utils)\.py$",
-                    r"^flashinfer/attention/[^/]+\.py$", r"^flashinfer/attention/cute_dsl/[^/]+\.py$"],
+                    r"^flashinfer/attention/[^/]+\.py$", r"^flashinfer/attention/cute_dsl/[^/]+\.py$",
+                    # the C++ sources: in the sdists at the root, in the wheels under flashinfer/data/
+                    r"^(flashinfer/data/)?csrc/[^/]*(prefill|decode|attention|mla|pod|cascade|page|fmha|xqa|sdpa)"
+                    r"[^/]*\.(cu|cuh|h|cpp)$", r"^(flashinfer/data/)?csrc/xqa/[^/]+\.(cu|cuh|h|cpp)$",
+                    r"^(flashinfer/data/)?include/flashinfer/(utils\.cuh|attention/.+\.(cuh|h)|trtllm/fmha/.+\.(cuh|h))$"],
     },
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
