@@ -9,8 +9,8 @@ import pytest
 
 DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
-             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention",
-             "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"}
+             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
+             "sageattention", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
          "smem_limit"}
@@ -139,6 +139,11 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
      "Gemma4DenseSelfAttention", "megatron", None, None),
     ("AssertionError: Transformer-Engine v1.11.0+fc03478 must be >= 1.12.0 to supporthierarchical cp commucation.",
      "megatron", "te", "1.11.0+fc03478"),
+    ("RuntimeError: Unsupported head_dim: 80", "flashinfer", "hdim", "80"),
+    ("RuntimeError: Expect (32 <= headDim <= 2048) && (numTokensPerPage <= 128), got headDimPerCtaV=%d, "
+     "headDimQk=%d, headDimV=%d, numTokensPerPage=%d256256256544", "flashinfer", None, None),
+    ("ERROR 04-24 11:52:08 [fa_utils.py:42] Cannot use FA version 2 is not supported due to FA2 is only supported "
+     "on devices with compute capability >= 8", "vllm", None, None),
 ])
 def test_known_messages_are_found(text, library, fact, value):
     hits = [e for lib, e in ENTRIES if lib == library and COMPILED[e["id"]].search(text)]

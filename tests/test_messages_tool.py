@@ -64,3 +64,39 @@ def test_a_training_frameworks_words_name_the_backend_and_a_status_field_names_n
 def test_megatron_core_tags_are_versions():
     from tools.messages.build import tag_version
     assert tag_version("core_v0.13.0") == "0.13.0"
+def _read_cpp(source: str) -> dict:
+    from tools.messages import extract_cpp
+    from tools.messages.model import template_of
+    raws, _ = extract_cpp.extract(source)
+    return {template_of(r.parts): r for r in raws}
+
+
+def test_a_named_stream_is_the_message_of_the_check_that_prints_it():
+    found = _read_cpp("""
+      default: {                                         \\
+        std::ostringstream err_msg;                      \\
+        err_msg << "Unsupported head_dim: " << head_dim; \\
+        FLASHINFER_ERROR(err_msg.str());                 \\
+      }""")
+    assert list(found) == ["Unsupported head_dim: {head_dim}"]
+
+
+def test_a_message_streamed_after_a_tvm_check_is_read_with_its_condition():
+    found = _read_cpp("""
+      TVM_FFI_ICHECK(status == cudaSuccess)
+          << "BatchPrefillWithRaggedKVCache failed with error " << cudaGetErrorString(status);
+      TVM_FFI_ICHECK_EQ(lse.size(0), q.size(0));
+      TVM_FFI_ICHECK_EQ(k_head_dim, nope_dim + rope_dim) << "k head_dim must equal nope_dim + rope_dim";""")
+    assert set(found) == {"BatchPrefillWithRaggedKVCache failed with error {cudageterrorstring_status}",
+                          "k head_dim must equal nope_dim + rope_dim"}
+    assert found["k head_dim must equal nope_dim + rope_dim"].condition == "k_head_dim == nope_dim + rope_dim"
+
+
+def test_flashinfer_checks_space_their_arguments_and_c10_str_does_not_format():
+    found = _read_cpp("""
+      FLASHINFER_CHECK(rows <= cap, "batch_prefill partial outputs need", rows, "rows");
+      TORCH_CHECK(ok, "Expect (32 <= headDim <= 2048), got headDimQk=%d", headDimQk);
+      TLLM_CHECK_WITH_INFO(ok, "Expect a positive count, got count=%d here", count);""")
+    assert set(found) == {"batch_prefill partial outputs need {rows} rows",
+                          "Expect (32 <= headDim <= 2048), got headDimQk=%d{headdimqk}",
+                          "Expect a positive count, got count={count} here"}

@@ -22,6 +22,7 @@ LABELS: Mapping[str, str] = {
     "flash-attn-4": "flash-attn 4", "transformer-engine": "TransformerEngine", "cudnn-frontend": "cudnn-frontend",
     "transformers": "transformers", "diffusers": "diffusers", "vllm": "vLLM", "sglang": "SGLang", "xformers": "xformers", "triton": "triton",
     "cuda": "the CUDA runtime", "loader": "the dynamic loader", "sam2": "SAM 2", "llamafactory": "LLaMA-Factory", "sageattention": "SageAttention",
+    "flashinfer": "FlashInfer", "megatron": "Megatron-LM", "ms-swift": "ms-swift", "unsloth": "Unsloth", "axolotl": "axolotl",
 }
 """The libraries the index reads, as reports name them."""
 KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "log"}

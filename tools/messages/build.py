@@ -21,8 +21,8 @@ from .model import FACT_FIELDS, entry_id, pattern_of, skip_reason, template_of
 from .sources import CACHE, MIRROR, SOURCES, backends_for
 
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
-             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "xformers", "sageattention",
-             "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"]
+             "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
+             "sageattention", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"]
 
 
 def tag_version(tag: str) -> str:
@@ -84,7 +84,7 @@ def _wheel_version(name: str) -> str:
 
 
 def read_wheels(src: dict):
-    """Yield (ref label, release, path, text) for each wanted file of each cached wheel."""
+    """Yield (ref label, release, path, text) for each wanted file of each cached wheel or source distribution."""
     files = sorted(glob.glob(os.path.join(CACHE, "wheels", src["wheels"], "*.whl")))
     for whl in files:
         base = os.path.basename(whl)
@@ -94,6 +94,16 @@ def read_wheels(src: dict):
             for path in sorted(z.namelist()):
                 if _wanted(src, path):
                     yield f"wheel:{dist}-{version}", version, path, z.read(path).decode("utf-8", "replace")
+    for sdist in sorted(glob.glob(os.path.join(CACHE, "wheels", src["wheels"], "*.tar.gz"))):
+        base = os.path.basename(sdist)[:-len(".tar.gz")]
+        version = str(Version(base.rsplit("-", 1)[1]))
+        dist = base.rsplit("-", 1)[0].replace("_", "-")
+        with tarfile.open(sdist) as t:
+            members = {m.name.split("/", 1)[1]: m for m in t if m.isfile() and "/" in m.name}
+            for path in sorted(members):
+                if _wanted(src, path):
+                    text = t.extractfile(members[path]).read().decode("utf-8", "replace")
+                    yield f"sdist:{dist}-{version}", version, path, text
 
 
 def read_tarballs(src: dict):
@@ -247,7 +257,7 @@ def run(out_dir: str) -> int:
 
 
 def _ref_version(ref: str) -> str:
-    if ref.startswith("wheel:"):
+    if ref.startswith(("wheel:", "sdist:")):
         return ref.rsplit("-", 1)[-1]
     if ref.startswith(("deb:", "debsrc:")):
         return ref.split(":", 1)[1].split("-", 1)[1].split("+")[0]

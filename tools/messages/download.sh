@@ -20,6 +20,9 @@ for v in 0.30.3 0.33.1 0.35.2 0.37.1 0.42.1; do get "diffusers==$v" --only-binar
 # wheels only: building an sdist's metadata would install vLLM's build requirements
 for v in 0.5.5 0.6.6 0.7.3 0.8.5 0.9.2 0.11.2 0.20.2 0.33.0; do get "vllm==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
 for v in 0.3.6 0.4.1 0.4.10 0.5.1 0.5.5 0.5.12 0.5.23; do get "sglang==$v" --only-binary=:all:; done
+# flashinfer-python 0.2.x and 0.3.x are on PyPI as source distributions only (pip builds their metadata, minutes
+# each); later releases are pure-Python wheels
+for v in 0.2.0.post2 0.2.5 0.2.8 0.3.1 0.5.3 0.7.2.post1; do get "flashinfer-python==$v"; done
 for v in 4.0.0b4 4.0.0b12 4.0.0b20 4.0.0b28 4.0.0b36; do get "flash-attn-4==$v" --only-binary=:all:; done
 for v in 3.1.0 3.3.1 3.5.1 3.6.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
 get "nvidia-cudnn-frontend==1.32.0" --only-binary=:all: "${linux[@]}" --python-version 3.12

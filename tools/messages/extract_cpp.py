@@ -33,7 +33,24 @@ MACROS = {
     "cudnnException": ("error", None, 0),
     "set_error_and_throw_exception": ("error", None, 2),
     "error_t": ("error", None, 1),
+    "FLASHINFER_CHECK": ("error", 0, 1),
+    "FLASHINFER_ERROR": ("error", None, 0),
+    "FLASHINFER_WARN": ("warning", None, 0),
+    "TLLM_CHECK_WITH_INFO": ("error", 0, 1),
+    "TVM_FFI_ICHECK": ("error", 0, None),
+    "TVM_FFI_ICHECK_EQ": ("error", 0, None),
+    "TVM_FFI_ICHECK_NE": ("error", 0, None),
+    "TVM_FFI_ICHECK_LT": ("error", 0, None),
+    "TVM_FFI_ICHECK_LE": ("error", 0, None),
+    "TVM_FFI_ICHECK_GT": ("error", 0, None),
+    "TVM_FFI_ICHECK_GE": ("error", 0, None),
+    "TVM_FFI_THROW": ("error", None, None),
 }
+_C10_STR = {"TORCH_CHECK", "TORCH_CHECK_VALUE", "TORCH_CHECK_TYPE", "TORCH_CHECK_INDEX", "TORCH_CHECK_NOT_IMPLEMENTED",
+            "TORCH_INTERNAL_ASSERT", "TORCH_WARN", "TORCH_WARN_ONCE", "AT_ERROR"}
+"""c10::str joins these macros' arguments as they are: a `%d` in their literal prints as `%d`, the value after it."""
+_SPACED = {"FLASHINFER_CHECK", "FLASHINFER_WARN"}
+"""FlashInfer's variadic checks write their arguments with one space between them (exception.h write_to_stream)."""
 _CALL = re.compile(r"(?<![\w:])(" + "|".join(re.escape(k) for k, v in MACROS.items() if v) + r")\s*\(")
 _STR = re.compile(r'(?:u8|u|U|L)?"((?:[^"\\\n]|\\.)*)"')
 _RAW = re.compile(r'R"([^(\s]*)\((.*?)\)\1"', re.S)
@@ -266,7 +283,57 @@ def _ternary(src: str, masked: str, a: int, b: int):
 _FUNC = re.compile(r"\b(?:bool|void|int|int64_t|auto|Tensor|std::tuple<[^;{()]*>|at::Tensor)\s+(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?\{")
 
 
-def _args_parts(src: str, masked: str, args: list) -> list:
+def _trailing_stream(src: str, masked: str, pos: int):
+    """`TVM_FFI_ICHECK(cond) << "message" << value;`: the message streamed after the check, None if none is."""
+    m = re.match(r"\s*<<", masked[pos:])
+    if not m:
+        return None
+    end = _statement_end(masked, pos)
+    parts: list = []
+    for x, y in _split_top(src, masked, pos + m.end(), end, "<<"):
+        parts += _expr_parts(src, masked, x, y)
+    return parts
+
+
+def _statement_end(masked: str, pos: int) -> int:
+    depth = 0
+    for i in range(pos, len(masked)):
+        ch = masked[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return i
+        elif ch == ";" and depth == 0:
+            return i
+    return len(masked)
+
+
+def _named_stream(src: str, masked: str, msg_args: list, pos: int):
+    """`std::ostringstream err_msg; err_msg << "Unsupported head_dim: " << head_dim; FLASHINFER_ERROR(err_msg.str());`
+    prints what was streamed into the named stream since its declaration; None when the message is not such a stream."""
+    if len(msg_args) != 1:
+        return None
+    m = re.fullmatch(r"\s*(\w+)\.str\(\)\s*", src[msg_args[0][0]:msg_args[0][1]])
+    if not m:
+        return None
+    name = m.group(1)
+    window = max(0, pos - 4000)
+    decl = None
+    for decl in re.finditer(r"\bstd::(?:o?string)?stream\s+" + name + r"\s*;", masked[window:pos]):
+        pass
+    if decl is None:
+        return None
+    parts: list = []
+    for s in re.finditer(r"(?<![\w.])" + name + r"\s*<<", masked[window + decl.end():pos]):
+        start = window + decl.end() + s.end()
+        for x, y in _split_top(src, masked, start, _statement_end(masked, start), "<<"):
+            parts += _expr_parts(src, masked, x, y)
+    return parts or None
+
+
+def _args_parts(src: str, masked: str, args: list, formats: bool = True) -> list:
     out: list = []
     i = 0
     texts = [src[x:y].strip() for x, y in args]
@@ -274,7 +341,7 @@ def _args_parts(src: str, masked: str, args: list) -> list:
         x, y = args[i]
         lit = _literal_only(src, masked, x, y)
         if lit is not None:
-            parts, used = _fmt_literal(lit, texts[i + 1:])
+            parts, used = _fmt_literal(lit, texts[i + 1:]) if formats else ([(LIT, lit)], 0)
             out += parts
             i += 1 + used
             continue
@@ -338,20 +405,41 @@ def extract(source: str) -> tuple[list, dict]:
         args = _split_top(source, masked, open_pos + 1, close, ",")
         if name in ("error_t",) and not (len(args) == 2 and "error_code_t" in source[args[0][0]:args[0][1]]):
             continue
-        msg_args = args[msg_i:]
-        if not msg_args or not source[msg_args[0][0]:msg_args[0][1]].strip():
+        if msg_i is None:
+            parts = _trailing_stream(source, masked, close + 1)
+            if parts is None:
+                skipped["check without a message"] = skipped.get("check without a message", 0) + 1
+                continue
+            msg_args = None
+        else:
+            msg_args = args[msg_i:]
+            stream = _named_stream(source, masked, msg_args, m.start())
+            if stream is not None:
+                parts, msg_args = stream, None
+        if msg_args is None:
+            parts = merge_parts(parts)
+        elif not msg_args or not source[msg_args[0][0]:msg_args[0][1]].strip():
             stringized = _stringize(source, masked, args[0]) if cond_i == 0 and args else ""
             if name in _CHECK_DEFAULT and stringized:
                 parts = [(LIT, _CHECK_DEFAULT[name].format(cond=stringized))]
             else:
                 skipped["check without a message"] = skipped.get("check without a message", 0) + 1
                 continue
+        elif name in _SPACED:
+            parts = []
+            for k, (x, y) in enumerate(msg_args):
+                parts += ([(LIT, " ")] if k else []) + _expr_parts(source, masked, x, y)
+            parts = merge_parts(parts)
         else:
-            parts = merge_parts(_args_parts(source, masked, msg_args))
+            parts = merge_parts(_args_parts(source, masked, msg_args, formats=name not in _C10_STR))
         if not any(p[0] == LIT and p[1].strip() for p in parts):
             skipped["only placeholders"] = skipped.get("only placeholders", 0) + 1
             continue
-        if cond_i is not None and cond_i < len(args):
+        if name.startswith("TVM_FFI_ICHECK_") and len(args) == 2:
+            op = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}[name.rsplit("_", 1)[1]]
+            lhs, rhs = (re.sub(r"\s+", " ", source[a:b]).strip() for a, b in args)
+            cond = f"{lhs} {op} {rhs}"
+        elif cond_i is not None and cond_i < len(args):
             cond = re.sub(r"\s+", " ", source[args[cond_i][0]:args[cond_i][1]]).strip()
         else:
             cond = _enclosing_if(source, masked, m.start())

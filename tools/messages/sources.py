@@ -31,6 +31,13 @@ _TRAIN_TEXT = re.compile(r"(attention|attn|\bflash(?![ _-]?(optim|ckpt|checkpoin
                          r"packing|padding.?free|capability|bfloat16)", re.I)
 """What of a training framework's checks is about attention: the implementation chosen, packing (which needs a
 varlen kernel), head sizes, windows, and the GPU features (capability, bf16) the kernels depend on."""
+_SERVING_CONFIG_TEXT = re.compile(r"(attention|\battn\b|flash.?attn|flex|sdpa|\bFA ?[234]\b|flashmla|head.?(dim|size)|"
+                                  r"kv.?cache.?(dtype|layout|scal)|kv-cache-dtype|store kv cache|"
+                                  r"(fp8|fp4|nvfp4|int8|E2M1\)) KV cache|sliding.?window|softcap|\bMLA\b|cascade|"
+                                  r"trtllm_(mha|mla))", re.I)
+"""What of a serving engine's configuration and start-up code is about attention: backends, head sizes, the KV
+cache's dtype and layout, sliding windows, MLA (not distributed executors, MoE, all2all or structured-output
+backends)."""
 
 _CUDA_TEXT = re.compile(r"(CUDA|cuda|nvcc|compute capability|compiled|sm_\d|arch|capability)")
 """What of torch's CUDA set-up and extension builder reaches attention users: torch without CUDA, a GPU torch was
@@ -181,13 +188,34 @@ SOURCES = [
         "include": [r"^vllm/attention/selector\.py$", r"^vllm/platforms/cuda\.py$",
                     r"^vllm/attention/backends/[^/]+\.py$", r"^vllm/v1/attention/backends/[^/]+\.py$",
                     r"^vllm/v1/attention/backends/mla/[^/]+\.py$", r"^vllm/v1/attention/selector\.py$",
-                    r"^vllm/attention/layer\.py$", r"^vllm/platforms/interface\.py$"],
-        "text": {r"^vllm/platforms/(cuda|interface)\.py$": _ATTN_TEXT},
+                    r"^vllm/attention/layer\.py$", r"^vllm/platforms/interface\.py$",
+                    r"^vllm/attention/utils/fa_utils\.py$", r"^vllm/vllm_flash_attn/[^/]+\.py$",
+                    r"^vllm/attention/ops/[^/]+\.py$", r"^vllm/v1/attention/ops/[^/]+\.py$",
+                    r"^vllm/model_executor/layers/attention/[^/]+\.py$",
+                    r"^vllm/config(/[^/]+)?\.py$", r"^vllm/engine/arg_utils\.py$"],
+        "text": {r"^vllm/platforms/(cuda|interface)\.py$": _ATTN_TEXT,
+                 r"^vllm/(config(/[^/]+)?|engine/arg_utils)\.py$": _SERVING_CONFIG_TEXT},
     },
     {
         "name": "sglang-wheels", "repo": "sgl-project/sglang", "wheels": "sglang-*", "library": lambda p, ref="": "sglang",
-        "include": [r"^sglang/srt/layers/attention/[^/]+\.py$", r"^sglang/srt/server_args\.py$"],
-        "text": {r"^sglang/srt/server_args\.py$": _ATTN_TEXT},
+        "include": [r"^sglang/srt/layers/attention/[^/]+\.py$", r"^sglang/srt/server_args\.py$",
+                    r"^sglang/srt/layers/attention/(?!(fla|linear|mamba)/).+/[^/]+\.py$",
+                    r"^sglang/srt/model_executor/model_runner\.py$"],
+        "text": {r"^sglang/srt/server_args\.py$": _ATTN_TEXT,
+                 r"^sglang/srt/model_executor/model_runner\.py$": _SERVING_CONFIG_TEXT},
+    },
+    {
+        "name": "flashinfer-wheels", "repo": "flashinfer-ai/flashinfer", "wheels": "flashinfer-python-*",
+        "library": lambda p, ref="": "flashinfer",
+        "include": [r"^flashinfer/(__init__|prefill|decode|mla|pod|cascade|sparse|page|attention|utils|xqa|aot|"
+                    r"compilation_context|cuda_utils)\.py$",
+                    r"^flashinfer/jit/(__init__|core|env|cpp_ext|utils|cubin_loader|attention)\.py$",
+                    r"^flashinfer/jit/attention/[^/]+\.py$", r"^flashinfer/cudnn/(decode|prefill|utils)\.py$",
+                    r"^flashinfer/attention/[^/]+\.py$", r"^flashinfer/attention/cute_dsl/[^/]+\.py$",
+                    # the C++ sources: in the sdists at the root, in the wheels under flashinfer/data/
+                    r"^(flashinfer/data/)?csrc/[^/]*(prefill|decode|attention|mla|pod|cascade|page|fmha|xqa|sdpa)"
+                    r"[^/]*\.(cu|cuh|h|cpp)$", r"^(flashinfer/data/)?csrc/xqa/[^/]+\.(cu|cuh|h|cpp)$",
+                    r"^(flashinfer/data/)?include/flashinfer/(utils\.cuh|attention/.+\.(cuh|h)|trtllm/fmha/.+\.(cuh|h))$"],
     },
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
@@ -210,7 +238,7 @@ TEXT_BACKENDS = [
     (re.compile(r"FlashAttention|flash[_ -]?attn|flash attention", re.I), "te-flash", {"transformer-engine"}),
     (re.compile(r"FusedAttention|fused[_ ]attn|fused attention|cuDNN", re.I), "te-fused", {"transformer-engine"}),
     (re.compile(r"UnfusedDotProductAttention|unfused", re.I), "te-unfused", {"transformer-engine"}),
-    (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|hopper", re.I), "flash-attn-3",
+    (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|flash_?attn_hopper", re.I), "flash-attn-3",
      {"transformers", "vllm", "sglang", "diffusers"}),
     # "Hopper" in a training framework's check names the GPU (fp8, TMA), not the hopper/ build of flash-attn
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b", re.I), "flash-attn-3", set(TRAINING)),
@@ -263,6 +291,9 @@ def default_backends(library: str, path: str) -> list:
         return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
     if library in ("vllm", "sglang") and re.search(r"flex_attention", path):
         return ["flex-attention"]
+    if library == "flashinfer" and path.startswith("flashinfer/cudnn/"):
+        # FlashInfer's cuDNN prefill and decode build cudnn-frontend SDPA graphs (`import cudnn`, `graph.sdpa`)
+        return ["cudnn-fe"]
     return []
 
 
