@@ -100,3 +100,14 @@ def test_flashinfer_checks_space_their_arguments_and_c10_str_does_not_format():
     assert set(found) == {"batch_prefill partial outputs need {rows} rows",
                           "Expect (32 <= headDim <= 2048), got headDimQk=%d{headdimqk}",
                           "Expect a positive count, got count={count} here"}
+
+
+def test_an_assert_whose_message_is_an_exception_reads_the_exceptions_text():
+    from tools.messages import extract_py
+    source = ("def pick(backend):\n"
+              "    assert is_cpu(), RuntimeError(\n"
+              "        \"Torch SDPA backend is only used for the CPU device.\")\n")
+    raws, _ = extract_py.extract(source)
+    assert [r.kind for r in raws] == ["assert"]
+    pattern, _ = pattern_of(raws[0].parts)
+    assert re.search(pattern, "AssertionError: Torch SDPA backend is only used for the CPU device.")

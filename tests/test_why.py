@@ -290,3 +290,12 @@ def test_a_text_about_another_machine_is_not_judged_with_this_machines_facts():
     assert any("another machine" in note for note in got.dropped)
     same = explain_text("NaN in grad_q, seq len 704, with an attention mask", base_env=here)
     assert not any("another machine" in note for note in same.dropped)
+
+
+def test_a_pasted_text_that_starts_with_a_dash_is_told_how_to_pass(cli):
+    code, out, err = cli("why", "- WARNING - llamafactory.model.model_utils.attention - Gemma-2 should use flash attention 2")
+    assert code == 2 and "goes after --" in err and len(err.strip().splitlines()) == 1
+    code, out, err = cli("why", "--no-here", "--format", "json", "--",
+                         "- WARNING - llamafactory.model.model_utils.attention - Gemma-2 should use flash attention 2, "
+                         "change `flash_attn` to fa2.")
+    assert code in (0, 1) and '"llamafactory"' in out

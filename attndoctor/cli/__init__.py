@@ -153,6 +153,15 @@ def _say_interrupted() -> None:
         pass
 
 
+def _dash_text_hint(args: list[str], exc: Exception) -> str:
+    """A pasted text that starts with '-' reads as an option; say how to pass it as text."""
+    option = getattr(exc, "option_name", "") or ""
+    if type(exc).__name__ == "NoSuchOption" and args[:1] == ["why"] and (" " in option or option == "-" or any(
+            arg.startswith(option) and " " in arg for arg in args[1:])):
+        return "; a text that starts with '-' goes after -- (attndoctor why -- '<text>') or on standard input"
+    return ""
+
+
 def _run_to_code(args: list[str]) -> int:
     import typer
 
@@ -169,7 +178,8 @@ def _run_to_code(args: list[str]) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command: its help, already shown when rich drew it
             sys.stdout.write(message + "\n" if message.strip() else "")
         else:
-            fail(message)
+            hint = _dash_text_hint(args, exc)
+            fail(message.rstrip() + hint if hint else message)
         return getattr(exc, "exit_code", 2) or 2
     except typer.Exit as exc:
         return exc.exit_code

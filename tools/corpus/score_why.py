@@ -39,11 +39,11 @@ ACTIONS = {"upgrade": ("upgrade", "install", "fixed in", ">="), "downgrade": ("d
 
 
 def argv(case: dict) -> list[str]:
-    args = ["why", case["text"], "--format", "json", "--no-here"]
+    args = ["why", "--format", "json", "--no-here"]
     for key, value in (case.get("flags") or {}).items():
         if key in FLAGS and value not in (None, ""):
             args += [FLAGS[key], str(value)]
-    return args
+    return args + ["--", case["text"]]
 
 
 def ask(case: dict) -> dict:

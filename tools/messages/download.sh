@@ -18,6 +18,8 @@ for v in 2.13.0 2.15.0; do get "torch==$v" --platform win_amd64 --only-binary=:a
 for v in 4.36.2 4.39.3 4.42.4 4.46.3 4.48.3 4.50.3 4.53.3 4.54.1 4.55.4 4.57.6 5.5.4 5.24.0; do get "transformers==$v" --only-binary=:all:; done
 for v in 0.30.3 0.33.1 0.35.2 0.37.1 0.42.1; do get "diffusers==$v" --only-binary=:all:; done
 # wheels only: building an sdist's metadata would install vLLM's build requirements
+# releases before 0.5.5 publish no Python 3.12 wheels
+for v in 0.4.3 0.5.3.post1; do get "vllm==$v" --only-binary=:all: "${linux[@]}" --python-version 3.11; done
 for v in 0.5.5 0.6.6 0.7.3 0.8.5 0.9.2 0.11.2 0.20.2 0.33.0; do get "vllm==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
 for v in 0.3.6 0.4.1 0.4.10 0.5.1 0.5.5 0.5.12 0.5.23; do get "sglang==$v" --only-binary=:all:; done
 # flashinfer-python 0.2.x and 0.3.x are on PyPI as source distributions only (pip builds their metadata, minutes

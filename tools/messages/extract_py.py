@@ -231,7 +231,10 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" and n.args:
             add("log", n.args[0], n, stack, ctx)
         elif isinstance(n, ast.Assert) and n.msg is not None:
-            add("assert", n.msg, n, stack, ctx, condition=ast.unparse(n.test))
+            msg = n.msg
+            if isinstance(msg, ast.Call) and msg.args and re.search(r"(Error|Exception)$", _call_name(msg.func)[1]):
+                msg = msg.args[0]
+            add("assert", msg, n, stack, ctx, condition=ast.unparse(n.test))
         elif isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
             call = n.value
             base, attr = _call_name(call.func)
