@@ -36,6 +36,13 @@ def test_output_into_a_missing_folder(cli, tmp_path):
     one_line_error(*cli(*CASE, "--output", str(tmp_path / "nope" / "report.json")), "--output", "nope")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs procfs")
+def test_output_into_a_folder_that_takes_no_files_is_not_called_missing(cli):
+    code, out, err = cli(*CASE, "--output", "/proc/attndoctor-report.json")
+    one_line_error(code, out, err, "--output")
+    assert "no such folder" not in err and "/proc" in err
+
+
 def test_output_onto_a_folder(cli, tmp_path):
     one_line_error(*cli(*CASE, "--output", str(tmp_path)), "--output", "folder")
 

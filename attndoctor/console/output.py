@@ -191,6 +191,9 @@ def _cannot(name: str, target: str, exc: OSError) -> UsageError:
         return UsageError(f"{name}: {target} is a folder; give a file path")
     if isinstance(exc, FileNotFoundError):
         folder = os.path.dirname(target) or "."
+        if os.path.isdir(folder):
+            return UsageError(f"{name}: cannot create {target} (the folder {folder} takes no new files); give a path "
+                              "in an ordinary writable folder")
         return UsageError(f"{name}: no such folder {folder}; give a path in an existing folder")
     if isinstance(exc, PermissionError):
         return UsageError(f"{name}: cannot write {target} (permission denied); give a writable path")
