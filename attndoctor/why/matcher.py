@@ -7,7 +7,7 @@ import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .remedies import with_alternative
-from .topics import entry_topics, install_topics, rule_topics
+from .topics import entry_topics, install_topics, rule_topics, text_topics
 
 LINK = 3.0
 """A catalogue message that names the rule: the strongest evidence."""
@@ -42,6 +42,9 @@ INSTALL_SYMBOL = 1.0
 """The text's undefined symbol is the one the finding names."""
 INSTALL_UNSHOWN = 1.0
 """A finding about the installed binaries whose symptom the text does not show: listed, never the cause."""
+QUOTED_LITERAL, QUOTED_BY = 20, 2
+"""A library message whose words (at least this many characters) the symptoms of at most this many rules quote is
+their symptom, as if they named it; one that many rules quote (triton's "out of resource") is too common to say which."""
 CAUSE_AT = 3.0
 """The score from which the best candidate is named the likely cause (exit 0)."""
 CONSIDER_AT = 0.35
@@ -196,22 +199,38 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         for finding in verdict.findings:
             if finding.applies is not False:
                 found.setdefault(finding.id, (finding, verdict))
-    out = _rule_candidates(reading, rules, found, similarity, windows)
+    links = _links(reading, rules)
+    out = _rule_candidates(reading, rules, found, similarity, windows, links)
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
-    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule))
+    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links))
     out.extend(_install_candidates(install_findings, reading, windows))
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
 
 
+def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+    """The rules each message the text holds is the symptom of: those its entry names, else those whose symptom
+    quotes its words (a library message read from the source, which an advisory's symptom cites)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for hit in reading.hits:
+        entry = hit.entry
+        if entry.id in out:
+            continue
+        literal = entry.literals[0][0] if entry.indexed and not entry.rules and entry.literals else ""
+        quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
+        out[entry.id] = entry.rules or (quoting if len(quoting) <= QUOTED_BY else ())
+    return out
+
+
 def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tuple[Any, Any]],
-                     similarity: Similarity, windows: Sequence[set[str]]) -> list[Candidate]:
+                     similarity: Similarity, windows: Sequence[set[str]],
+                     links: Mapping[str, tuple[str, ...]]) -> list[Candidate]:
     """The rules and advisories the text points at: by a message they explain, their symptom's words, or a bare
     failure of their backend that their refusal explains; scored with what the facts say of them."""
     linked: dict[str, list[int]] = {}
     specifics: dict[str, set[str]] = {}
     for hit in reading.hits:
-        for rule_id in hit.entry.rules:
+        for rule_id in links.get(hit.entry.id, ()):
             linked.setdefault(rule_id, []).append(hit.line)
             specifics.setdefault(rule_id, set()).update(v for v in hit.groups.values() if len(v) > 2)
     named = set(reading.backends)
@@ -277,7 +296,7 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
 
 
 def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],
-                        best_rule: float) -> list[Candidate]:
+                        best_rule: float, links: Mapping[str, tuple[str, ...]]) -> list[Candidate]:
     """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
     out: list[Candidate] = []
     named = set(reading.backends)
@@ -289,10 +308,14 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         entry = hit.entry
         if entry.kind == "fact" or entry.kind == "log" and not entry.fix or entry.indexed and hit.line in curated:
             continue
-        live = [r for r in entry.rules if r in found]
-        if entry.rules and live and not entry.fix:
+        linked = links.get(entry.id, entry.rules)
+        live = [r for r in linked if r in found]
+        if linked and live and not entry.fix:
             continue  # a rule the facts leave open speaks for the message, with its own fix
         topics = entry_topics(entry, by_id)
+        if entry.indexed:  # the values the message printed name its kind too: The "packing" feature requires ...
+            printed = text_topics(*(str(v) for h in reading.hits if h.entry.id == entry.id for v in h.groups.values()))
+            topics = tuple(dict.fromkeys(t for t in (*topics, *printed) if t != "other")) or topics
         score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
         if entry.kind == "error":
             score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)

@@ -31,7 +31,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"causal|attn_mask|mask|block sparsity|sparse_block_size", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
     (r"alibi|\bbias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads", "gqa"),
     (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
-    (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b", "varlen"),
+    (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
     (r"undefined symbol|ABI|was compiled against|built for", "install-abi"),
     (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not", "install-arch"),
@@ -39,7 +39,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
      r"how to install|"
      r"(?:wasn't|was not|not) (?:build|built|compiled) with|operator wasn't built", "install-missing"),
     (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
-    (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"hang|deadlock|timed out", "hang"),
+    (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"\bhang|\bhung\b|deadlock|timed out", "hang"),
     (r"version(?! v?\d+(?:\.\d+)* onwards)", "version-mismatch"),
 ))
 

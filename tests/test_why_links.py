@@ -1,0 +1,40 @@
+"""A library message an advisory's symptom quotes points at that advisory; the words a message prints name its kind."""
+
+import json
+
+
+def why(cli, *args: str) -> dict:
+    code, out, err = cli("why", "--no-here", "--format", "json", *args)
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+def test_a_message_an_advisory_quotes_is_that_advisorys_symptom(cli):
+    doc = why(cli, "--", "TypeError('Unsupported tcgen05 MMA op kind: MmaF8F6F4Op')")
+    assert doc["cause"]["id"].startswith("ADV-FA4-SM100-FP8-FWD-MMAF8F6F4")
+    assert "fp8" in doc["cause"]["topics"]
+
+
+def test_a_message_many_rules_quote_stays_the_librarys_own(cli):
+    doc = why(cli, "--", "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, "
+                         "Hardware limit: 65536. Reducing block sizes or `num_stages` may help.")
+    assert doc["cause"]["topics"] == ["shared-memory"] and doc["cause"]["kind"] == "message"
+
+
+def test_a_value_the_message_printed_names_its_kind(cli):
+    doc = why(cli, "--", 'ValueError: The "packing" feature requires a flash attention implementation. Please use one '
+                         'of: "flash_attn", "flash_attention_2", "flash_attention_3".')
+    assert "varlen" in doc["cause"]["topics"]
+
+
+def test_change_is_not_a_hang(cli):
+    doc = why(cli, "--", "- WARNING - llamafactory.model.model_utils.attention - Gemma-2 should use flash attention 2, "
+                         "change `flash_attn` to fa2.")
+    assert "hang" not in doc["cause"]["topics"]
+
+
+def test_a_build_without_the_memory_efficient_kernel_is_about_that_kernel(cli):
+    doc = why(cli, "--", "UserWarning: 1Torch was not compiled with memory efficient attention. (Triggered internally "
+                         "at ../aten/src/ATen/native/transformers/hip/sdp_utils.cpp:505.)")
+    assert doc["cause"]["id"] == "TORCH-NOT-COMPILED-WITH-MEM-EFFICIENT"
+    assert doc["cause"]["backends"] == ["sdpa-efficient"] and doc["cause"]["topics"] == ["install-missing"]
