@@ -38,3 +38,8 @@ def test_a_build_without_the_memory_efficient_kernel_is_about_that_kernel(cli):
                          "at ../aten/src/ATen/native/transformers/hip/sdp_utils.cpp:505.)")
     assert doc["cause"]["id"] == "TORCH-NOT-COMPILED-WITH-MEM-EFFICIENT"
     assert doc["cause"]["backends"] == ["sdpa-efficient"] and doc["cause"]["topics"] == ["install-missing"]
+
+
+def test_the_tensor_a_shape_check_names_says_what_kind_of_call_it_was(cli):
+    doc = why(cli, "--", "RuntimeError: cu_seqlens_k must have shape (batch_size + 1)")
+    assert doc["cause"]["id"] == "FA-CHECK-SHAPE" and "varlen" in doc["cause"]["topics"]

@@ -313,7 +313,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         if linked and live and not entry.fix:
             continue  # a rule the facts leave open speaks for the message, with its own fix
         topics = entry_topics(entry, by_id)
-        if entry.indexed:  # the values the message printed name its kind too: The "packing" feature requires ...
+        if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
             printed = text_topics(*(str(v) for h in reading.hits if h.entry.id == entry.id for v in h.groups.values()))
             topics = tuple(dict.fromkeys(t for t in (*topics, *printed) if t != "other")) or topics
         score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
