@@ -43,3 +43,10 @@ def test_a_build_without_the_memory_efficient_kernel_is_about_that_kernel(cli):
 def test_the_tensor_a_shape_check_names_says_what_kind_of_call_it_was(cli):
     doc = why(cli, "--", "RuntimeError: cu_seqlens_k must have shape (batch_size + 1)")
     assert doc["cause"]["id"] == "FA-CHECK-SHAPE" and "varlen" in doc["cause"]["topics"]
+
+
+def test_the_flags_that_settle_it_are_flags_why_takes(cli):
+    doc = why(cli, "--", "TypeError('Unsupported tcgen05 MMA op kind: MmaF8F6F4Op')")
+    code, help_text, _ = cli("why", "--help")
+    flags = [f for flag in doc["settle"] for f in flag.split("/")]
+    assert "--flash-attn-4" in flags and all(f in help_text for f in flags), flags

@@ -18,7 +18,7 @@ RELEASE_FACTS = frozenset({*PACKAGES, "cudnn_compiled", "flash_attn_local", "cut
 """Facts that name a release: an advisory undecided only for want of them is a modelled release that fails the
 config while others run it, so the verdict depends on them (an advisory open on config facts stays a note)."""
 
-DERIVED_FROM = {"cutlass_dsl_dev": "cutlass_dsl"}
+DERIVED_FROM = {"cutlass_dsl_dev": "cutlass_dsl", "flash_attn_4_beta": "flash_attn_4", "flash_attn_local": "flash_attn"}
 """A fact read off a version -> that version, which is what a user gives."""
 
 

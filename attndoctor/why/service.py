@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple, Sequence
 
+from ..engine.results import DERIVED_FROM
 from ..errors import UsageError
 from .catalogue import CONFIG_TARGETS, ENV_TARGETS
 from .matcher import CAUSE_AT, Candidate, rank
@@ -194,6 +195,7 @@ def _settle(answer: WhyAnswer) -> tuple[str, ...]:
             if name.startswith("env("):
                 flag = f"--set-env {name[5:-2]}=..." if name.endswith("')") else "--set-env"
             else:
+                name = DERIVED_FROM.get(name, name)
                 flag = FLAGS.get(name, "--" + name.replace("_", "-"))
             if flag not in out:
                 out.append(flag)
