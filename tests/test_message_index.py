@@ -10,7 +10,8 @@ import pytest
 DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
-             "sageattention", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "triton", "cuda", "loader"}
+             "sageattention", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "triton",
+             "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
          "smem_limit"}
@@ -140,6 +141,11 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("AssertionError: Transformer-Engine v1.11.0+fc03478 must be >= 1.12.0 to supporthierarchical cp commucation.",
      "megatron", "te", "1.11.0+fc03478"),
     ("RuntimeError: Unsupported head_dim: 80", "flashinfer", "hdim", "80"),
+    # huggingface/text-generation-inference server/text_generation_server/models/__init__.py@v1.0.3,
+    # thu-ml/SageAttention sageattention/core.py (sageattention 1.0.6 wheel)
+    ("WARN text_generation_launcher: Unable to use Flash Attention V2: Flash Attention V2 is not installed.", "tgi",
+     None, None),
+    ('assert headdim in [64, 96, 128], "headdim should be in [64, 96, 128]."', "sageattention", None, None),
     ("RuntimeError: Expect (32 <= headDim <= 2048) && (numTokensPerPage <= 128), got headDimPerCtaV=%d, "
      "headDimQk=%d, headDimV=%d, numTokensPerPage=%d256256256544", "flashinfer", None, None),
     ("ERROR 04-24 11:52:08 [fa_utils.py:42] Cannot use FA version 2 is not supported due to FA2 is only supported "

@@ -25,6 +25,8 @@ for v in 0.3.6 0.4.1 0.4.10 0.5.1 0.5.5 0.5.12 0.5.23; do get "sglang==$v" --onl
 # flashinfer-python 0.2.x and 0.3.x are on PyPI as source distributions only (pip builds their metadata, minutes
 # each); later releases are pure-Python wheels
 for v in 0.2.0.post2 0.2.5 0.2.8 0.3.1 0.5.3 0.7.2.post1; do get "flashinfer-python==$v"; done
+# SageAttention 1.x (Triton kernels) is published on PyPI only
+for v in 1.0.2 1.0.6; do get "sageattention==$v" --only-binary=:all:; done
 for v in 4.0.0b4 4.0.0b12 4.0.0b20 4.0.0b28 4.0.0b36; do get "flash-attn-4==$v" --only-binary=:all:; done
 for v in 3.1.0 3.3.1 3.5.1 3.6.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
 get "nvidia-cudnn-frontend==1.32.0" --only-binary=:all: "${linux[@]}" --python-version 3.12

@@ -148,6 +148,19 @@ SOURCES = [
         "include": [r"^sageattention/[^/]+\.py$", r"^csrc/[^/]+\.(cpp|cu|h)$"],
     },
     {
+        # the 1.x releases (Triton kernels) are on PyPI only: the repository's tags start at 2.0
+        "name": "sageattention-wheels", "repo": "thu-ml/SageAttention", "wheels": "sageattention-*",
+        "library": lambda p, ref="": "sageattention", "include": [r"^sageattention/.*\.py$"],
+    },
+    {
+        "name": "tgi", "repo": "huggingface/text-generation-inference", "git": "huggingface+text-generation-inference",
+        "refs": ["v1.0.3", "v1.4.5", "v2.0.4", "v2.4.1", "v3.3.7"], "library": lambda p, ref="": "tgi",
+        "include": [r"^server/text_generation_server/utils/(flash_attn|flash_attn_triton|paged_attention|"
+                    r"import_utils)\.py$", r"^server/text_generation_server/layers/attention/[^/]+\.py$",
+                    r"^server/text_generation_server/models/__init__\.py$"],
+        "text": {r"^server/text_generation_server/(models/__init__|utils/import_utils)\.py$": _ATTN_TEXT},
+    },
+    {
         "name": "torch-wheels", "repo": "pytorch/pytorch", "wheels": "torch-*",
         "library": lambda p, ref="": "inductor" if p.startswith("torch/_inductor/") else "pytorch",
         "include": [r"^torch/include/ATen/native/transformers/.*\.h$", r"^torch/nn/attention/[^/]+\.py$",
@@ -239,15 +252,15 @@ TEXT_BACKENDS = [
     (re.compile(r"FusedAttention|fused[_ ]attn|fused attention|cuDNN", re.I), "te-fused", {"transformer-engine"}),
     (re.compile(r"UnfusedDotProductAttention|unfused", re.I), "te-unfused", {"transformer-engine"}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|flash_?attn_hopper", re.I), "flash-attn-3",
-     {"transformers", "vllm", "sglang", "diffusers"}),
+     {"transformers", "vllm", "sglang", "diffusers", "tgi"}),
     # "Hopper" in a training framework's check names the GPU (fp8, TMA), not the hopper/ build of flash-attn
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b", re.I), "flash-attn-3", set(TRAINING)),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?4|\bFA[_ -]?(version )?4\b", re.I), "flash-attn-4",
-     {"transformers", "vllm", "sglang", "diffusers", *TRAINING}),
+     {"transformers", "vllm", "sglang", "diffusers", "tgi", *TRAINING}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?2|\bFA[_ -]?(version )?2\b", re.I), "flash-attn-2",
-     {"transformers", "vllm", "sglang", "diffusers", *TRAINING}),
+     {"transformers", "vllm", "sglang", "diffusers", "tgi", *TRAINING}),
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
-     {"transformers", "vllm", "sglang", "diffusers", *TRAINING}),
+     {"transformers", "vllm", "sglang", "diffusers", "tgi", *TRAINING}),
     (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention|native attention", re.I),
      "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl"}),
     # axolotl's `sdp_attention: true` selects torch's scaled_dot_product_attention
@@ -317,7 +330,7 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
             for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient")):
                 if key in fn:
                     return [b]
-    elif library in ("transformers", "vllm", "sglang", "diffusers"):
+    elif library in ("transformers", "vllm", "sglang", "diffusers", "tgi"):
         for rx, names, libs in TEXT_BACKENDS:
             if library in libs and rx.search(template):
                 return names.split(",")
