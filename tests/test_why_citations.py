@@ -10,6 +10,11 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("MEM-EFF-KERNEL-NOT-BUILT-FOR-ARCH",
+     "pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF_f32_aligned.cu:83 "
+     "(Debian source pytorch 2.6.0+dfsg), the sm80 kernel run from a build without sm80 code",
+     "FATAL: kernel `fmha_cutlassF_f32_aligned_64x64_rf_sm80` is for sm80-sm100, but was built for sm50",
+     {"kernel": "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "built": "50"}),
     ("TE-FA-VERSION-WARNING",
      "TE transformer_engine/pytorch/attention/dot_product_attention/backends.py@v2.3:99 with the range "
      "utils.py _get_supported_versions builds ('>= ' min ', <= ' max), as printed in training logs",
