@@ -50,3 +50,10 @@ def test_the_flags_that_settle_it_are_flags_why_takes(cli):
     code, help_text, _ = cli("why", "--help")
     flags = [f for flag in doc["settle"] for f in flag.split("/")]
     assert "--flash-attn-4" in flags and all(f in help_text for f in flags), flags
+
+
+def test_a_missing_install_the_message_names_by_its_backend_is_fixed_with_that_backends_package(cli):
+    doc = why(cli, "--", "WARN text_generation_launcher: Unable to use Flash Attention V2: Flash Attention V2 is not "
+                         "installed.")
+    assert doc["cause"]["backends"] == ["flash-attn-2"]
+    assert doc["cause"]["fixes"][0].startswith("install flash-attn ")

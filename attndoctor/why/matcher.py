@@ -202,7 +202,8 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     links = _links(reading, rules)
     out = _rule_candidates(reading, rules, found, similarity, windows, links)
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
-    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links))
+    packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
+    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages))
     out.extend(_install_candidates(install_findings, reading, windows))
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
@@ -296,7 +297,8 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
 
 
 def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],
-                        best_rule: float, links: Mapping[str, tuple[str, ...]]) -> list[Candidate]:
+                        best_rule: float, links: Mapping[str, tuple[str, ...]],
+                        packages: Mapping[str, str]) -> list[Candidate]:
     """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
     out: list[Candidate] = []
     named = set(reading.backends)
@@ -330,7 +332,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
         fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else distinct(
             f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f)) \
-            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, hit.text))))
+            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, hit.text, packages))))
         fixes = with_alternative(fixes, backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
@@ -467,7 +469,16 @@ INSTALLABLE = re.compile(r"\b(?:xformers|flash[-_]attn(?:_interface)?|transforme
 """A package an install message names (diffusers saying xformers is missing: install xformers, not diffusers)."""
 
 
-def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "") -> str:
+def package_of(requires: Sequence[str]) -> str:
+    """The package a backend comes in, from what it requires past torch (flash-attn for flash-attn-2)."""
+    from ..environment import PACKAGE_LABELS, PIP_NAMES
+
+    own = [p for p in requires if p != "torch"]
+    return PIP_NAMES.get(own[0], PACKAGE_LABELS.get(own[0], own[0])).split("[")[0] if own else ""
+
+
+def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
+                packages: Mapping[str, str] | None = None) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 
@@ -476,6 +487,8 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         package = INSTALLABLE.search(text)
         if package:
             library = package.group(0)
+        else:  # "Flash Attention V2 is not installed": the package of the backend the message is about
+            library = next((packages[b] for b in backends if (packages or {}).get(b)), library)
     named = VERSIONED.search(text) if "version-mismatch" in topics else None
     if named:
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
