@@ -27,7 +27,6 @@ def opens_advisory(missing: Sequence[str] | set[str]) -> bool:
     return bool(missing) and set(missing) <= RELEASE_FACTS
 
 
-
 EFFECT_ORDER = {effect: i for i, effect in enumerate(EFFECTS)}
 """Findings are listed in this order of effect, definite ones first."""
 

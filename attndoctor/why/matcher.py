@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
@@ -469,7 +470,8 @@ INSTALLABLE = re.compile(r"\b(?:xformers|flash[-_]attn(?:_interface)?|transforme
 """A package an install message names (diffusers saying xformers is missing: install xformers, not diffusers)."""
 
 
-def package_of(requires: Sequence[str]) -> str:
+@functools.lru_cache(maxsize=64)
+def package_of(requires: tuple[str, ...]) -> str:
     """The package a backend comes in, from what it requires past torch (flash-attn for flash-attn-2)."""
     from ..environment import PACKAGE_LABELS, PIP_NAMES
 

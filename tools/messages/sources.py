@@ -238,6 +238,8 @@ SOURCES = [
 
 TRAINING = ("megatron", "ms-swift", "unsloth", "axolotl")
 """Training frameworks: every backend their message names counts (a check may list several implementations)."""
+FRAMEWORKS = ("transformers", "vllm", "sglang", "diffusers", "tgi")
+"""Model and serving libraries: the first backend their message names counts."""
 _STATUS_FIELD = re.compile(r"\b[\w.]+ ?= ?\{[^{}]*\}")
 """`FA2 = {has_flash_attention}` in a start-up banner reports a state, whatever it is; it names no backend in use."""
 
@@ -252,15 +254,15 @@ TEXT_BACKENDS = [
     (re.compile(r"FusedAttention|fused[_ ]attn|fused attention|cuDNN", re.I), "te-fused", {"transformer-engine"}),
     (re.compile(r"UnfusedDotProductAttention|unfused", re.I), "te-unfused", {"transformer-engine"}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b|flash_?attn_hopper", re.I), "flash-attn-3",
-     {"transformers", "vllm", "sglang", "diffusers", "tgi"}),
+     set(FRAMEWORKS)),
     # "Hopper" in a training framework's check names the GPU (fp8, TMA), not the hopper/ build of flash-attn
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?3|\bFA[_ -]?(version )?3\b", re.I), "flash-attn-3", set(TRAINING)),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?4|\bFA[_ -]?(version )?4\b", re.I), "flash-attn-4",
-     {"transformers", "vllm", "sglang", "diffusers", "tgi", *TRAINING}),
+     {*FRAMEWORKS, *TRAINING}),
     (re.compile(r"flash[_ -]?(attention|attn)[_ -]?(v)?2|\bFA[_ -]?(version )?2\b", re.I), "flash-attn-2",
-     {"transformers", "vllm", "sglang", "diffusers", "tgi", *TRAINING}),
+     {*FRAMEWORKS, *TRAINING}),
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
-     {"transformers", "vllm", "sglang", "diffusers", "tgi", *TRAINING}),
+     {*FRAMEWORKS, *TRAINING}),
     (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention|native attention", re.I),
      "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl"}),
     # axolotl's `sdp_attention: true` selects torch's scaled_dot_product_attention
@@ -330,7 +332,7 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
             for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient")):
                 if key in fn:
                     return [b]
-    elif library in ("transformers", "vllm", "sglang", "diffusers", "tgi"):
+    elif library in FRAMEWORKS:
         for rx, names, libs in TEXT_BACKENDS:
             if library in libs and rx.search(template):
                 return names.split(",")
