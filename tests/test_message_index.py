@@ -61,7 +61,8 @@ def test_size_and_breadth():
     assert len(ENTRIES) >= 1500
     assert len(libraries) >= 10
     assert libraries <= LIBRARIES
-    assert sum(p.stat().st_size for p in DATA.iterdir()) < 6_500_000
+    # installed size, and `why`'s start: the whole index is read (0.4 s at 7.9k messages, 6.5 MB)
+    assert sum(p.stat().st_size for p in DATA.iterdir()) < 8_000_000
 
 
 def test_index_json_counts_match_files():
@@ -157,3 +158,12 @@ def test_known_messages_are_found(text, library, fact, value):
     if fact:
         found = {COMPILED[e["id"]].search(text).group(g) for e in hits for g, f in e["facts"].items() if f == fact}
         assert value in found
+
+
+def test_a_bare_assert_in_a_traceback_names_its_library():
+    """flash-attn 4's TMEM budget check has no message: the traceback's source line is what users paste."""
+    text = ('  File "/venv/lib/python3.12/site-packages/flash_attn/cute/flash_bwd_sm100.py", line 171, in __init__\n'
+            "    assert self.tmem_total <= self.tmem_alloc_cols\nAssertionError")
+    hits = [e for lib, e in ENTRIES if COMPILED[e["id"]].search(text)]
+    assert [(e["library"], e["kind"], e["condition"]) for e in hits] == [
+        ("flash-attn-4", "assert", "self.tmem_total <= self.tmem_alloc_cols")]

@@ -111,3 +111,19 @@ def test_an_assert_whose_message_is_an_exception_reads_the_exceptions_text():
     assert [r.kind for r in raws] == ["assert"]
     pattern, _ = pattern_of(raws[0].parts)
     assert re.search(pattern, "AssertionError: Torch SDPA backend is only used for the CPU device.")
+
+
+def test_an_assert_without_a_message_is_read_as_its_own_line_unless_it_checks_wiring():
+    from tools.messages import extract_py
+    source = ("def plan(self, head_dim):\n"
+              "    assert self.tmem_total <= self.tmem_alloc_cols\n"
+              "    assert head_dim\n"
+              "    assert self.scheduler is not None and isinstance(self.tile, Tile)\n"
+              "    assert (head_dim % 8 == 0 and\n"
+              "            head_dim <= 256)\n")
+    raws, _ = extract_py.extract(source)
+    assert [(r.kind, r.parts, r.condition) for r in raws] == [
+        ("assert", [(LIT, "assert self.tmem_total <= self.tmem_alloc_cols")], "self.tmem_total <= self.tmem_alloc_cols")]
+    traceback = ('  File "/venv/lib/python3.12/site-packages/flash_attn/cute/flash_bwd_sm100.py", line 171, in __init__\n'
+                 "    assert self.tmem_total <= self.tmem_alloc_cols\nAssertionError\n")
+    assert re.search(pattern_of(raws[0].parts)[0], traceback)

@@ -55,7 +55,7 @@ class LazyPattern:
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         if self._compiled is None:
-            self._compiled = tuple(re.compile(p) for p in (self.pattern, self.head) if p)
+            self._compiled = (re.compile(self.pattern),) + _compiled_or_none(self.head)
         if len(self._compiled) == 1:
             return self._compiled[0].finditer(text)
         found = list(self._compiled[0].finditer(text))
@@ -71,12 +71,15 @@ def head_of(template: str, pattern: str) -> tuple[str, str] | None:
     cut_t, cut_p = template.find(". "), pattern.find("\\. ")
     if cut_t < 0 or cut_p < 0 or len(literal_of(template[:cut_t])) < HEAD_MIN:
         return None
-    head = pattern[:cut_p] + "\\.?"
+    return template[:cut_t], pattern[:cut_p] + "\\.?"
+
+
+def _compiled_or_none(pattern: str | None) -> tuple[re.Pattern[str], ...]:
+    """A head cut inside a group does not compile; the whole message is then the only form looked for."""
     try:
-        re.compile(head)
+        return (re.compile(pattern),) if pattern else ()
     except re.error:
-        return None
-    return template[:cut_t], head
+        return ()
 
 
 def literal_of(template: str) -> str:

@@ -184,6 +184,26 @@ def _print_parts(args: list) -> ast.AST:
     return node
 
 
+_BARE_ASSERT = re.compile(r"assert [^#]{16,}$")
+"""An assert without a message shows only its own source line in the traceback, so the line is the message; short
+ones (`assert x`) and lines that do not hold the whole condition would match other programs' tracebacks or nothing."""
+
+
+def _invariant(test: ast.AST) -> bool:
+    """`x is not None`, `isinstance(...)` and bare names check the program's own wiring, not the user's input."""
+    if isinstance(test, ast.BoolOp):
+        return all(_invariant(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _invariant(test.operand)
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Subscript)):
+        return True
+    if isinstance(test, ast.Call):
+        return _call_name(test.func)[1] in ("isinstance", "issubclass", "hasattr", "callable", "is_contiguous")
+    if isinstance(test, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+    return False
+
+
 def extract(source: str, prints: bool = False) -> tuple[list, dict]:
     """One pass over a module yields every message it can print and the counts of what it skipped; `prints` reads
     bare print() calls too, for libraries that report their set-up that way (unsloth)."""
@@ -230,6 +250,10 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
             add("error", n.value, n, stack, ctx)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" and n.args:
             add("log", n.args[0], n, stack, ctx)
+        elif isinstance(n, ast.Assert) and n.msg is None:
+            line = lines[n.lineno - 1].strip()
+            if n.end_lineno == n.lineno and _BARE_ASSERT.match(line) and not _invariant(n.test):
+                add("assert", ast.Constant(line), n, stack, ctx, condition=ast.unparse(n.test))
         elif isinstance(n, ast.Assert) and n.msg is not None:
             msg = n.msg
             if isinstance(msg, ast.Call) and msg.args and re.search(r"(Error|Exception)$", _call_name(msg.func)[1]):
