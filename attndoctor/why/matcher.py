@@ -404,7 +404,13 @@ FIX_BY_TOPIC = {
     "version-mismatch": "install the {library} release the message asks for (the versions it names)",
     "gpu-arch": "run on a GPU {library} supports, or let another backend take the call",
     "shared-memory": "use smaller tiles (block sizes, num_stages) or a smaller head dim, or a GPU with more shared memory",
+    "oom": "make the call need less memory: a smaller batch or sequence per step; SDPA's math path and eager attention "
+           "build the whole score matrix, its flash and memory-efficient kernels do not",
 }
+
+
+UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
+"""Kinds of problem that are not a setting one changes to what a check accepts."""
 
 
 ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s))((?:please\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
@@ -415,6 +421,9 @@ BACKEND_FIXES = {
     ("shared-memory", "flex-attention"): "pass smaller tiles to flex_attention: kernel_options={'BLOCK_M': 32, "
     "'BLOCK_N': 32, 'num_stages': 1} (or compile it with mode='max-autotune' so autotuning picks tiles that fit), or use "
     "a GPU with more shared memory per block",
+    # torch/nn/attention/flex_attention.py@v2.9.1:1690 says so when it runs uncompiled
+    ("oom", "flex-attention"): "compile it: torch.compile(flex_attention); called without torch.compile, flex_attention "
+    "runs an unfused implementation that materializes the full scores matrix",
 }
 """Fixes that only one backend's users can apply, by kind of problem and backend."""
 
@@ -502,7 +511,7 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     for topic in topics:
         if topic in FIX_BY_TOPIC:
             return FIX_BY_TOPIC[topic].format(library=library)
-    if topics and topics[0] != "other":
+    if topics and topics[0] not in UNCHANGEABLE:
         return f"change the {topics[0].replace('-', ' ')} to what {library} accepts (its check: {entry.note or 'see the message'})"
     return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
 
