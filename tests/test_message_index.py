@@ -149,6 +149,8 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ('assert headdim in [64, 96, 128], "headdim should be in [64, 96, 128]."', "sageattention", None, None),
     ("RuntimeError: Expect (32 <= headDim <= 2048) && (numTokensPerPage <= 128), got headDimPerCtaV=%d, "
      "headDimQk=%d, headDimV=%d, numTokensPerPage=%d256256256544", "flashinfer", None, None),
+    # facebookresearch/xformers xformers/csrc/attention/cuda/fmha/small_k.cu@v0.0.23:748 (a check without a message)
+    ("RuntimeError: Expected attn_bias.stride(1) == 0 to be true, but got false.", "xformers", None, None),
     ("ERROR 04-24 11:52:08 [fa_utils.py:42] Cannot use FA version 2 is not supported due to FA2 is only supported "
      "on devices with compute capability >= 8", "vllm", None, None),
 ])

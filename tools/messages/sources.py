@@ -96,7 +96,9 @@ SOURCES = [
     },
     {
         "name": "xformers", "repo": "facebookresearch/xformers", "git": "facebookresearch+xformers",
-        "refs": XFORMERS_TAGS, "library": lambda p, ref="": "xformers", "include": [r"^xformers/ops/fmha/[^/]+\.py$"],
+        "refs": XFORMERS_TAGS, "library": lambda p, ref="": "xformers",
+        # the C++ of its memory-efficient kernels: what a bare TORCH_CHECK there prints is pasted as is
+        "include": [r"^xformers/ops/fmha/[^/]+\.py$", r"^xformers/csrc/attention/(?!.*/(autogen|instances)/).+\.(cu|cuh|h|cpp)$"],
     },
     {
         "name": "llamafactory", "repo": "hiyouga/LLaMA-Factory", "git": "hiyouga+LLaMA-Factory",
