@@ -22,3 +22,21 @@ def test_out_of_memory_is_not_a_setting_to_change_to_what_a_check_accepts(cli):
     found = fixes(cli, OOM)
     assert not any(f.startswith("change the oom") for f in found)
     assert found[0].startswith("make the call need less memory")
+
+
+def test_a_log_about_a_failed_import_is_the_cause_where_no_error_was_recognised(cli):
+    """transformers/modeling_flash_attention_utils.py (wheel 4.54.1:276) asks this when flash_attn does not import."""
+    text = ("Unable to import the official flash attention, do you want to try to use `kernels-community/flash-attn` "
+            "(trust remote code) Yes or No?")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    doc = json.loads(out)
+    assert code == 0 and doc["cause"]["kind"] == "message" and doc["cause"]["topics"] == ["install-missing"]
+    assert doc["cause"]["fixes"][0].startswith("install flash-attn ")
+
+
+def test_a_log_is_not_the_cause_beside_an_error(cli):
+    text = ("Unable to import the official flash attention, do you want to try to use `kernels-community/flash-attn` "
+            "(trust remote code) Yes or No?\n"
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    assert json.loads(out)["cause"]["topics"] != ["install-missing"]

@@ -23,11 +23,14 @@ OTHER_BACKEND = -1.0
 INFERRED_SYMPTOM = 0.5
 """The similarity weight of a rule whose evidence is inferred: its symptom text was not observed."""
 CATALOGUE_CAUSE = 3.5
+"""A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
 INDEXED_CAUSE = 3.0
+"""A library's own message, read from its source: it names its check, though no rule models it."""
+LOG_CAUSE = -0.5
+"""Added to a log line that stands as a cause: only where no error or warning was recognised, and only a log about
+a kind of problem ("Unable to import the official flash attention ...")."""
 ERROR_LINE, LAST_ERROR = 0.3, 0.3
 """An error outranks a warning or log line about the same run, and the last error (the exception) the others."""
-"""A library's own message, read from its source: it names its check, though no rule models it."""
-"""A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
 REPEATED, REPEATED_MAX = 0.2, 0.6
 """A message its line repeats (the reason every refused backend gives in one "No valid backend ... Reasons: {...}"
 line) beats one reason of one backend."""
@@ -53,9 +56,9 @@ CONSIDER_AT = 0.35
 ENOUGH = 24.0
 """Weighted words in common that say "this symptom" on their own, however long the symptom (about three rare words)."""
 WINDOW = 6
+"""Lines compared at once with a symptom in a long text: a symptom is one message, not a whole log."""
 CACHED_LINES = 100_000
 """Distinct lines whose words are remembered while a long log is read (a log repeats its lines)."""
-"""Lines compared at once with a symptom in a long text: a symptom is one message, not a whole log."""
 
 STOP = frozenset("""a an and are as at be been but by can for from has have if in into is it its no not of on or
 so that the then this to was when where which while with without got use used using error warning userwarning
@@ -307,9 +310,12 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     errors = [h.line for h in reading.hits if h.entry.kind == "error"]
     last_error = max(errors, default=0)
     against, where = (set(reading.framed), "'s frames") if reading.framed else (named, "")
+    problems = any(h.entry.kind in ("error", "warning") for h in reading.hits)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
-        if entry.kind == "fact" or entry.kind == "log" and not entry.fix or entry.indexed and hit.line in curated:
+        if entry.kind == "fact" or entry.indexed and hit.line in curated:
+            continue
+        if entry.kind == "log" and not entry.fix and (problems or entry_topics(entry, by_id) == ("other",)):
             continue
         linked = links.get(entry.id, entry.rules)
         live = [r for r in linked if r in found]
@@ -322,6 +328,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
         if entry.kind == "error":
             score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
+        elif entry.kind == "log" and not entry.fix:
+            score += LOG_CAUSE
         reasons = [f"line {hit.line} is this {entry.library} {entry.kind}"]
         repeats = _repeats(entry, reading.lines[hit.line - 1]) if 0 < hit.line <= len(reading.lines) else 1
         if repeats > 1:
@@ -475,8 +483,9 @@ VERSIONED_LABELS = {"cuda": "the CUDA toolkit (nvcc -V shows its version)", "nvc
 
 
 INSTALLABLE = re.compile(r"\b(?:xformers|flash[-_]attn(?:_interface)?|transformer[-_]engine|triton|kernels|"
-                         r"nvidia-cudnn-frontend|cudnn[-_]frontend|flashinfer|sageattention|deepspeed)\b", re.I)
-"""A package an install message names (diffusers saying xformers is missing: install xformers, not diffusers)."""
+                         r"nvidia-cudnn-frontend|cudnn[-_]frontend|flashinfer|sageattention|deepspeed)\b(?![-/])", re.I)
+"""A package an install message names (diffusers saying xformers is missing: install xformers, not diffusers); not a
+part of a hub repository's name (`kernels-community/flash-attn` names flash-attn, not kernels)."""
 
 
 @functools.lru_cache(maxsize=64)

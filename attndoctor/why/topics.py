@@ -35,7 +35,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
     (r"undefined symbol|ABI|was compiled against|built for", "install-abi"),
     (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not", "install-arch"),
-    (r"no module named|not installed|cannot import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
+    (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
      r"how to install|"
      r"(?:wasn't|was not|not) (?:build|built|compiled) with|operator wasn't built", "install-missing"),
     (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
