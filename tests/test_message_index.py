@@ -142,6 +142,13 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("AssertionError: Transformer-Engine v1.11.0+fc03478 must be >= 1.12.0 to supporthierarchical cp commucation.",
      "megatron", "te", "1.11.0+fc03478"),
     ("RuntimeError: Unsupported head_dim: 80", "flashinfer", "hdim", "80"),
+    # flashinfer-ai/flashinfer include/flashinfer/allocator.h (flashinfer-python 0.3.1 sdist, 0.7.2.post1 wheel) and
+    # triton/runtime/autotuner.py (triton 2.1.0 wheel), each printed with sample values
+    ("RuntimeError: Error in function 'aligned_alloc' at include/flashinfer/allocator.h:49: Buffer overflow when "
+     "allocating memory for batch_prefill_tmp_v with size 268435456 and alignment 16, but only 134217728 bytes "
+     "available in AlignedAllocator. Increase the workspace buffer size.", "flashinfer", None, None),
+    ("triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: 108672, Hardware limit: "
+     "101376. Reducing block sizes or `num_stages` may help.", "triton", "smem_limit", "101376"),
     # huggingface/text-generation-inference server/text_generation_server/models/__init__.py@v1.0.3,
     # thu-ml/SageAttention sageattention/core.py (sageattention 1.0.6 wheel)
     ("WARN text_generation_launcher: Unable to use Flash Attention V2: Flash Attention V2 is not installed.", "tgi",
@@ -169,3 +176,8 @@ def test_a_bare_assert_in_a_traceback_names_its_library():
     hits = [e for lib, e in ENTRIES if COMPILED[e["id"]].search(text)]
     assert [(e["library"], e["kind"], e["condition"]) for e in hits] == [
         ("flash-attn-4", "assert", "self.tmem_total <= self.tmem_alloc_cols")]
+def test_the_triton_shared_memory_message_covers_the_releases_torch_2_1_to_2_4_bundle():
+    text = "out of resource: shared memory, Required: 163842, Hardware limit: 101376. Reducing block sizes or " \
+           "`num_stages` may help."
+    hits = [e for lib, e in ENTRIES if lib == "triton" and COMPILED[e["id"]].search(text)]
+    assert hits and {"2.1.0", "2.2.0", "2.3.1", "3.0.0", "3.6.0"} <= set(hits[0]["releases"])

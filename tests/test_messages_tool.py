@@ -127,3 +127,49 @@ def test_an_assert_without_a_message_is_read_as_its_own_line_unless_it_checks_wi
     traceback = ('  File "/venv/lib/python3.12/site-packages/flash_attn/cute/flash_bwd_sm100.py", line 171, in __init__\n'
                  "    assert self.tmem_total <= self.tmem_alloc_cols\nAssertionError\n")
     assert re.search(pattern_of(raws[0].parts)[0], traceback)
+
+
+def test_an_exception_message_extended_by_plus_equals_and_passed_to_super_is_read():
+    from tools.messages import extract_py
+    from tools.messages.model import template_of
+    # triton/runtime/errors.py as the triton 2.2.0 and 2.3.1 wheels ship it
+    source = ('class OutOfResources(Exception):\n'
+              '    def __init__(self, required, limit, name):\n'
+              '        self.message = f"out of resource: {name}, " f"Required: {required}, " '
+              'f"Hardware limit: {limit}"\n'
+              '        self.message += ". Reducing block sizes or `num_stages` may help."\n'
+              '        self.required = required\n'
+              '        super().__init__(self.message)\n')
+    raws, _ = extract_py.extract(source)
+    assert [template_of(r.parts) for r in raws] == [
+        "out of resource: {name}, Required: {required}, Hardware limit: {limit}. Reducing block sizes or "
+        "`num_stages` may help."]
+    pattern, facts = pattern_of(raws[0].parts)
+    assert facts == {"required": "smem_required", "limit": "smem_limit"}
+
+
+def test_a_part_added_under_a_branch_or_a_plain_class_init_is_not_read_as_a_message():
+    from tools.messages import extract_py
+    branch = ('def check(mask):\n'
+              '    msg = "Memory efficient kernel not used because"\n'
+              '    if mask:\n'
+              '        msg += " of the attention mask"\n'
+              '    raise RuntimeError(msg)\n')
+    raws, skipped = extract_py.extract(branch)
+    assert raws == [] and skipped == {"message not a string expression": 1}
+    plain = ('class Logger(Base):\n'
+             '    def __init__(self):\n'
+             '        super().__init__("flashinfer jit logger for attention kernels")\n')
+    assert extract_py.extract(plain)[0] == []
+
+
+def test_flashinfer_allocator_overflow_is_one_template():
+    found = _read_cpp("""
+      std::ostringstream oss;
+      oss << "Buffer overflow when allocating memory for " << name << " with size " << size
+          << " and alignment " << alignment << ", but only " << remaining_space
+          << " bytes available in AlignedAllocator. Increase the workspace buffer size.";
+      FLASHINFER_ERROR(oss.str());""")
+    assert list(found) == ["Buffer overflow when allocating memory for {name} with size {size} and alignment "
+                           "{alignment}, but only {remaining_space} bytes available in AlignedAllocator. Increase the "
+                           "workspace buffer size."]

@@ -28,7 +28,9 @@ for v in 0.2.0.post2 0.2.5 0.2.8 0.3.1 0.5.3 0.7.2.post1; do get "flashinfer-pyt
 # SageAttention 1.x (Triton kernels) is published on PyPI only
 for v in 1.0.2 1.0.6; do get "sageattention==$v" --only-binary=:all:; done
 for v in 4.0.0b4 4.0.0b12 4.0.0b20 4.0.0b28 4.0.0b36; do get "flash-attn-4==$v" --only-binary=:all:; done
-for v in 3.1.0 3.3.1 3.5.1 3.6.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
+# triton 2.1-3.0 came with torch 2.1-2.4; 2.1.0 publishes no Python 3.12 wheel
+get "triton==2.1.0" --only-binary=:all: "${linux[@]}" --python-version 3.11
+for v in 2.2.0 2.3.1 3.0.0 3.1.0 3.3.1 3.5.1 3.6.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
 get "nvidia-cudnn-frontend==1.32.0" --only-binary=:all: "${linux[@]}" --python-version 3.12
 for v in 12.1.105 12.4.127 12.9.79; do get "nvidia-cuda-runtime-cu12==$v" "${linux[@]}" --python-version 3.12 --only-binary=:all:; done
 # PyTorch's C++ attention sources: the Debian source package (trixie), through a private apt list of deb-src lines

@@ -114,8 +114,8 @@ def message_parts(node: ast.AST, ctx: _Ctx | None = None, depth: int = 0) -> lis
             return _format(node.func.value.value, node.args, node.keywords)
         if node.func.attr == "join" and isinstance(node.func.value, ast.Constant) and node.args:
             raise _Unresolved
-    if isinstance(node, ast.Name) and ctx is not None and node.id in ctx.assigns:
-        return message_parts(ctx.assigns[node.id], ctx, depth + 1)
+    if _target_key(node) and ctx is not None and _target_key(node) in ctx.assigns:
+        return message_parts(ctx.assigns[_target_key(node)], ctx, depth + 1)
     raise _Unresolved
 
 
@@ -130,18 +130,41 @@ def _has_literal(parts: list) -> bool:
     return any(p[0] == LIT and p[1].strip() for p in parts)
 
 
+def _target_key(node: ast.AST) -> str:
+    """A local name (`msg`) or an attribute of self (`self.message`) that a message may be assigned to."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return "self." + node.attr
+    return ""
+
+
 def _func_assigns(func: ast.AST) -> dict:
-    """`msg = f"..."; raise X(msg)` is common; a name assigned once to a string expression resolves."""
+    """`msg = f"..."; raise X(msg)` is common; a name assigned once to a string expression resolves, and so does one
+    assigned once and then extended by `+=` in the function's own statements (no branch can skip a part)."""
     counts: dict = {}
     values: dict = {}
     for n in ast.walk(func):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            k = n.targets[0].id
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and _target_key(n.targets[0]):
+            k = _target_key(n.targets[0])
             counts[k] = counts.get(k, 0) + 1
             values[k] = n.value
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            counts[n.target.id] = counts.get(n.target.id, 0) + 2
-    return {k: v for k, v in values.items() if counts[k] == 1}
+        elif isinstance(n, ast.AugAssign) and _target_key(n.target):
+            counts[_target_key(n.target)] = counts.get(_target_key(n.target), 0) + 2
+    resolved = {k: v for k, v in values.items() if counts[k] == 1}
+    sums: dict = {}
+    steps: dict = {}
+    for st in getattr(func, "body", []):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and _target_key(st.targets[0]):
+            k = _target_key(st.targets[0])
+            sums[k], steps[k] = st.value, steps.get(k, 0) + 1
+        elif isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and _target_key(st.target) in sums:
+            k = _target_key(st.target)
+            sums[k], steps[k] = ast.BinOp(left=sums[k], op=ast.Add(), right=st.value), steps[k] + 2
+    for k, v in sums.items():
+        if steps[k] == counts[k] and counts[k] % 2 == 1:
+            resolved[k] = v
+    return resolved
 
 
 def _condition(stack: list, node: ast.AST) -> str:
@@ -273,6 +296,10 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
                     add(_LOG_KIND[attr], parts_node, n, stack, ctx)
                 else:
                     add(_LOG_KIND[attr], first, n, stack, ctx)
+            elif attr == "__init__" and base == "super" and call.args and len(stack) >= 2 and \
+                    isinstance(stack[-1], ast.FunctionDef) and stack[-1].name == "__init__" and \
+                    isinstance(stack[-2], ast.ClassDef) and re.search(r"(Error|Exception|Resources)$", stack[-2].name):
+                add("error", call.args[0], n, stack, ctx)
             elif attr == "append" and "reason" in base.lower() and call.args:
                 add("error", call.args[0], n, stack, ctx)
             elif prints and base == "" and attr == "print" and call.args \

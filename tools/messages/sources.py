@@ -230,7 +230,8 @@ SOURCES = [
                     # the C++ sources: in the sdists at the root, in the wheels under flashinfer/data/
                     r"^(flashinfer/data/)?csrc/[^/]*(prefill|decode|attention|mla|pod|cascade|page|fmha|xqa|sdpa)"
                     r"[^/]*\.(cu|cuh|h|cpp)$", r"^(flashinfer/data/)?csrc/xqa/[^/]+\.(cu|cuh|h|cpp)$",
-                    r"^(flashinfer/data/)?include/flashinfer/(utils\.cuh|attention/.+\.(cuh|h)|trtllm/fmha/.+\.(cuh|h))$"],
+                    r"^(flashinfer/data/)?include/flashinfer/(utils\.cuh|allocator\.h|attention/.+\.(cuh|h)|"
+                    r"trtllm/fmha/.+\.(cuh|h))$"],
     },
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
