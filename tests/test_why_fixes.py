@@ -40,3 +40,22 @@ def test_a_log_is_not_the_cause_beside_an_error(cli):
             "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
     code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
     assert json.loads(out)["cause"]["topics"] != ["install-missing"]
+
+
+def test_a_message_whose_modelled_causes_the_facts_rule_out_says_so_and_offers_none_of_their_fixes(cli):
+    """sm89 meets neither flash-attn's pre-Ampere refusal nor its Blackwell one before 2.7.3."""
+    text = "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
+    code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "RTX 4060 Ti", "--flash-attn", "2.7.2",
+                         "--", text)
+    cause = json.loads(out)["cause"]
+    assert cause["id"] == "FA-AMPERE-OR-NEWER" and "rule out every cause modelled for it" in cause["cause"]
+    assert not any("2.7.3" in f for f in cause["fixes"])
+
+
+def test_the_same_message_on_a_gpu_it_refuses_keeps_its_rules_fix(cli):
+    text = "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
+    code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "RTX 5090", "--flash-attn", "2.7.2",
+                         "--", text)
+    cause = json.loads(out)["cause"]
+    assert "rule out" not in cause["cause"]
+    assert any("2.7.3" in f for f in cause["fixes"])

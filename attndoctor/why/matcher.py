@@ -29,6 +29,9 @@ INDEXED_CAUSE = 3.0
 LOG_CAUSE = -0.5
 """Added to a log line that stands as a cause: only where no error or warning was recognised, and only a log about
 a kind of problem ("Unable to import the official flash attention ...")."""
+RULED_OUT_CAUSES = -1.0
+"""Added to a message whose every modelled cause the facts rule out: it was printed, so it stays a cause, but its
+rules' fixes are not offered and another explanation may rank above it."""
 ERROR_LINE, LAST_ERROR = 0.3, 0.3
 """An error outranks a warning or log line about the same run, and the last error (the exception) the others."""
 REPEATED, REPEATED_MAX = 0.2, 0.6
@@ -321,6 +324,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         live = [r for r in linked if r in found]
         if linked and live and not entry.fix:
             continue  # a rule the facts leave open speaks for the message, with its own fix
+        ruled_out = [r for r in linked if r in by_id and set(by_id[r].backends) & set(packages)] if not live else []
         topics = entry_topics(entry, by_id)
         if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
             printed = text_topics(*(str(v) for h in reading.hits if h.entry.id == entry.id for v in h.groups.values()))
@@ -339,14 +343,21 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         if against and not against & set(backends):
             score += OTHER_BACKEND
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
-        fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else distinct(
-            f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f)) \
+        cause = entry.meaning
+        if ruled_out and not entry.fix:
+            score += RULED_OUT_CAUSES
+            caveat = (f"the facts given rule out every cause modelled for it ({', '.join(ruled_out)}): check that they "
+                      "describe the machine and versions that printed it")
+            reasons.append(caveat)
+            cause = f"{cause}; but {caveat}"
+        fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else (() if ruled_out else distinct(
+            f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) \
             or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, hit.text, packages))))
         fixes = with_alternative(fixes, backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=tuple(reasons), title=entry.meaning,
-            cause=entry.meaning, fixes=fixes, backends=backends, applies=True,
+            cause=cause, fixes=fixes, backends=backends, applies=True,
             references=entry.source,
             lines=(hit.line,), topics=topics))
     return out
