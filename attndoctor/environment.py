@@ -363,9 +363,10 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
                 # a flash-attn 4 beta keeps its number (advisories tell betas apart); other versions read as parsed
                 # and flash-attn 2 its local label (TransformerEngine compares 2.8.3+cu128 as above 2.8.3); a cutlass-dsl
-                # dev build (4.6.0.dev0) keeps its tag, since advisories tell it from the release
+                # dev build (4.6.0.dev0) keeps its tag, since advisories tell it from the release; a driver reads as
+                # NVIDIA and NVML write it (560.35.03, not 560.35.3)
                 keep = ((name == "flash_attn_4" and parsed.release[:1] == (4,)) or (name == "flash_attn" and "+" in text)
-                        or name == "cutlass_dsl")
+                        or name in ("cutlass_dsl", "driver"))
                 env.versions[name] = text if keep else str(parsed)
         elif name == "env_vars":
             if not isinstance(value, Mapping):
@@ -378,4 +379,11 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
         else:
             raise UsageError(f"unknown environment fact {key!r}; accepted: {', '.join(WHAT_IF_KEYS)} (a dash may stand "
                              "for an underscore)")
+    built = TORCH_CUDA_LABEL.search(str(values.get("torch") or ""))
+    if built and "cuda" not in env.versions:
+        env.versions["cuda"] = f"{int(built.group(1)[:-1])}.{built.group(1)[-1]}"
     return env
+
+
+TORCH_CUDA_LABEL = re.compile(r"\+cu(\d{2,3})\b")
+"""The CUDA a torch wheel is built with, from its local label: 2.9.0+cu128 is CUDA 12.8, 2.11.0+cu130 CUDA 13.0."""

@@ -77,6 +77,10 @@ REAL_TEXTS = [
     ("TE-NO-BACKEND", "NVIDIA/TransformerEngine#1821",
      "ValueError: No dot product attention backend is available for the provided inputs. Please run with "
      "NVTE_DEBUG=1 NVTE_DEBUG_LEVEL=2 to find out the reasons for disabling all backends.", {}),
+    ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
+     "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
+     "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+     {"found": "10010"}),
 ]
 
 SOURCE_REF = re.compile(r"@[0-9A-Za-z][\w.\-]*|#\d+")

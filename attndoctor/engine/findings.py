@@ -5,7 +5,7 @@ import functools
 import re
 from typing import Any, Iterable, Sequence
 
-from ..environment import ABSENT, PACKAGE_LABELS, Environment, install_hint, place
+from ..environment import ABSENT, PACKAGE_LABELS, Environment, install_hint, parse_version, place
 from .facts import BETA
 from .results import OUTSIDE, Finding
 from .rule_model import Backend, Horizon, Rule
@@ -43,6 +43,15 @@ def make_finding(rule: Rule, applies: bool | None, facts: dict[str, Any], condit
 
 
 BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
+DRIVER_MINIMUM: dict[int, str] = {11: "450.80.02", 12: "525", 13: "580"}
+"""CUDA major release -> the oldest driver that runs it (minor releases through minor version compatibility): NVIDIA's
+Linux numbers; a Windows driver of a branch carries a higher one (527.41 for 12.x), so this can miss a too-old Windows
+driver but never refuses a good one."""
+DRIVER_REFERENCES = (
+    "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (Table 1: CUDA 13.x >= 580, "
+    "12.x >= 525, 11.x >= 450; 450.80.02 on Linux for the whole 11.x family)",
+    "pytorch/pytorch c10/cuda/CUDAFunctions.cpp: 'The NVIDIA driver on your system is too old (found version ...)'",
+)
 
 
 def _beta_outside(horizon: Horizon, facts: dict[str, Any]) -> str:
@@ -72,6 +81,17 @@ def builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
                            f"{label} {version} lies outside the releases the rules model",
                            f"{label} {version} is {side} than every release the rules about {backend.id} were read "
                            f"at ({span}): attndoctor claims nothing for it", "", horizon.references)
+    cuda, driver = facts.get("cuda"), facts.get("driver")
+    if cuda not in (None, ABSENT) and driver not in (None, ABSENT) and cuda.major in DRIVER_MINIMUM \
+            and driver < parse_version(DRIVER_MINIMUM[cuda.major]):
+        yield _builtin("AD-DRIVER-OLDER-THAN-CUDA", Effect.UNSUPPORTED, Surface.RUNTIME,
+                       f"the NVIDIA driver is older than CUDA {cuda.major}.x needs: CUDA does not initialise",
+                       f"NVIDIA driver {env.versions.get('driver', driver)} is older than {DRIVER_MINIMUM[cuda.major]}, the oldest that runs CUDA "
+                       f"{cuda.major}.x (torch is built with CUDA {cuda}): torch cannot initialise CUDA, so no kernel "
+                       f"runs; upgrade the driver, or install a torch built for the CUDA this driver runs (nvidia-smi "
+                       "prints it)",
+                       "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version "
+                       "12020); torch.cuda.is_available() is False", DRIVER_REFERENCES)
     for package in backend.requires:
         if facts.get(package) == ABSENT:
             label = PACKAGE_LABELS.get(package, package)

@@ -1,0 +1,52 @@
+"""A driver version reads as NVIDIA writes it; a driver older than torch's CUDA major release runs no backend."""
+
+import json
+
+import pytest
+
+from attndoctor.environment import environment_from_flags
+
+H100_FLASH = ("explain", "--backend", "sdpa-flash", "--gpu", "H100", "--hdim", "128", "--dtype", "bf16", "--infer",
+              "--torch", "2.11.0", "--format", "json")
+
+
+def test_a_drivers_zero_padded_part_is_kept(cli):
+    env = environment_from_flags({"driver": "560.35.03"})
+    assert env.versions["driver"] == "560.35.03"
+    code, out, _ = cli("explain", "--gpu", "H100", "--hdim", "128", "--driver", "560.35.03")
+    assert "NVIDIA driver 560.35.03" in out.splitlines()[0]
+
+
+def status(cli, *flags: str) -> tuple[str, set[str]]:
+    code, out, err = cli(*H100_FLASH, *flags)
+    verdict = next(v for v in json.loads(out)["results"][0]["verdicts"] if v["backend"] == "sdpa-flash")
+    return verdict["status"], {f["rule"] for f in verdict["findings"] if f.get("applies") is True}
+
+
+@pytest.mark.parametrize(("cuda", "driver", "refused"), [
+    ("13.0", "535.54.03", True), ("13.0", "575.57.08", True), ("13.0", "580.65.06", False),
+    ("12.8", "535.54.03", False), ("12.4", "520.61.05", True), ("11.8", "450.80.02", False), ("11.8", "450.51.06", True),
+])
+def test_a_driver_older_than_the_cuda_major_release_runs_no_kernel(cli, cuda, driver, refused):
+    verdict, applied = status(cli, "--cuda", cuda, "--driver", driver)
+    assert ("AD-DRIVER-OLDER-THAN-CUDA" in applied) is refused
+    assert (verdict == "unsupported") is refused
+
+
+def test_without_the_driver_nothing_is_claimed_about_it(cli):
+    verdict, applied = status(cli, "--cuda", "13.0")
+    assert verdict == "supported" and "AD-DRIVER-OLDER-THAN-CUDA" not in applied
+
+
+@pytest.mark.parametrize(("torch", "cuda", "expected"), [
+    ("2.9.0+cu128", None, "12.8"), ("2.11.0+cu130", None, "13.0"), ("2.1.2+cu118", None, "11.8"),
+    ("2.9.0+cu128", "12.9", "12.9"), ("2.9.0", None, None), ("2.9.0+cpu", None, None),
+])
+def test_a_torch_wheels_local_label_gives_its_cuda_unless_cuda_is_given(torch, cuda, expected):
+    env = environment_from_flags({"torch": torch, "cuda": cuda})
+    assert env.versions.get("cuda") == expected
+
+
+def test_a_cu130_torch_on_a_550_driver_runs_no_kernel(cli):
+    verdict, applied = status(cli, "--torch", "2.11.0+cu130", "--driver", "550.54.15")
+    assert verdict == "unsupported" and "AD-DRIVER-OLDER-THAN-CUDA" in applied
