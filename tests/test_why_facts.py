@@ -353,3 +353,13 @@ def test_the_json_with_these_facts_matches_the_published_schema(tmp_path: Path) 
     assert [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(doc)] == []
     facts = {k: v["value"] for k, v in doc["understood"]["facts"].items()}
     assert facts["build_abi"] is False and facts["smem_limit"] == 101376 and facts["driver_cuda"] == "12.4"
+
+
+def test_a_pip_list_row_without_its_header_gives_torchs_cuda_label():
+    """`pip list | grep torch` drops the header; the row's `+cu121` is still torch's CUDA."""
+    facts = _facts("torch                     2.3.0+cu121\nflash_attn                2.5.8\n")
+    assert facts["torch"] == ("2.3.0", 1) and facts["cuda"] == ("12.1", 1)
+
+
+def test_prose_with_a_cuda_label_is_not_a_pip_row():
+    assert "cuda" not in _facts("I use torch 2.3.0+cu121 here\n")

@@ -3,7 +3,8 @@ shared-memory figures inside messages. Each fact keeps the line it came from.
 
 Formats, as the tools print them:
 - `pip freeze` / `pip list --format=freeze`: `name==version`; `pip list`: `name   version` columns under a
-  `Package  Version` header; conda: `name  version  build  channel`.
+  `Package  Version` header, or a header-less row whose version carries a CUDA label (`pip list | grep torch`:
+  `torch   2.3.0+cu121`); conda: `name  version  build  channel`.
 - `python -m torch.utils.collect_env` (torch/utils/collect_env.py, torch 2.13.0 wheel): `PyTorch version: ...`,
   `CUDA used to build PyTorch: ...`, `Python version: 3.11.9 (main, ...) [GCC ...] (64-bit runtime)`,
   `GPU models and configuration: GPU 0: ...` (one GPU per line when there are several), `Nvidia driver version:
@@ -54,6 +55,9 @@ MAX_INVALID_UTF8 = 8
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _VERSION = r"v?\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)*(?:\+[A-Za-z0-9.]+)?"
 _PIP_FREEZE = re.compile(rf"^\s*(?:\[(?:pip3?|conda)\]\s+)?(?P<name>{_NAME})\s*==\s*(?P<version>{_VERSION})\s*$")
+_PIP_PAIR = re.compile(rf"^\s*(?P<name>{_NAME})\s{{2,}}(?P<version>{_VERSION}\+cu\d+[A-Za-z0-9.]*)\s*$")
+"""A `pip list` row without its header (`pip list | grep torch`) whose version carries a CUDA label: its columns are
+spaced by at least two blanks, and only that label is news (the plain version is read anyway)."""
 _PIP_COLUMNS = re.compile(rf"^\s*(?:\[(?:pip3?|conda)\]\s+)?(?P<name>{_NAME})\s+(?P<version>{_VERSION})(?:\s+\S+)*\s*$")
 _LABELLED = [
     (re.compile(r"^\s*PyTorch version:\s*(?P<v>\S+)"), "torch"),
@@ -78,7 +82,7 @@ _SMEM_TRITON = re.compile(r"Required:\s*(?P<required>\d+),\s*Hardware limit:\s*(
 _SMEM_PTXAS = re.compile(r"uses too much shared data \((?P<required>0x[0-9a-fA-F]+) bytes, "
                          r"(?P<limit>0x[0-9a-fA-F]+) max\)")
 _TRIGGERS = ("==", "[pip", "[conda]", "ersion", "GPU ", "\n|", "libcudnn.so.", ".whl", "/python3.", ".cpython-3",
-             "Hardware limit", "shared data", "get_device_", "Package")
+             "Hardware limit", "shared data", "get_device_", "Package", "+cu")
 """Words some form cannot match without; `\n|` is a line that starts with `|` (an nvidia-smi row)."""
 _CAPABILITY_CALL = re.compile(r"get_device_capability\(")
 _CAPABILITY_TUPLE = re.compile(r"^\s*(?:\S.*?[=:]\s*)?\((?P<major>\d{1,2}),\s*(?P<minor>\d)\)\s*$")
@@ -177,6 +181,11 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
         match = _PIP_FREEZE.match(line)
         if match is None and not ("==" in line and not in_pip_list and not line.lstrip().startswith("[")):
             match = _PIP_COLUMNS.match(line)
+        if match:
+            yield from _package(match.group("name"), match.group("version"), number, "package-list")
+            return
+    if "+cu" in line:
+        match = _PIP_PAIR.match(line)
         if match:
             yield from _package(match.group("name"), match.group("version"), number, "package-list")
             return
