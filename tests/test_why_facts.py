@@ -363,3 +363,13 @@ def test_a_pip_list_row_without_its_header_gives_torchs_cuda_label():
 
 def test_prose_with_a_cuda_label_is_not_a_pip_row():
     assert "cuda" not in _facts("I use torch 2.3.0+cu121 here\n")
+
+
+@pytest.mark.parametrize(("text", "gpu"), [
+    ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your NVIDIA GeForce RTX "
+     "2080 Ti GPU has compute capability 7.5.", "NVIDIA GeForce RTX 2080 Ti"),
+    ("torch.cuda.get_device_name(0) returns 'NVIDIA A100-SXM4-80GB' here", "NVIDIA A100-SXM4-80GB"),
+    ("on my NVIDIA RTX 4000 Ada Generation it fails", "NVIDIA RTX 4000 Ada Generation"),
+])
+def test_a_device_name_inside_a_sentence_is_read_whole(text, gpu):
+    assert _facts(text)["gpu"] == (gpu, 1)

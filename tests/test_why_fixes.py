@@ -59,3 +59,12 @@ def test_the_same_message_on_a_gpu_it_refuses_keeps_its_rules_fix(cli):
     cause = json.loads(out)["cause"]
     assert "rule out" not in cause["cause"]
     assert any("2.7.3" in f for f in cause["fixes"])
+
+
+def test_the_checked_fix_and_the_rules_literal_are_one_fix(cli):
+    text = ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your NVIDIA GeForce "
+            "RTX 2080 Ti GPU has compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` "
+            "flag in CLI, for example: --dtype=half.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "RTX 2080 Ti", "--", text)
+    found = [f.replace("'", "") for f in json.loads(out)["cause"]["fixes"]]
+    assert len(found) == len(set(found)), found

@@ -70,6 +70,9 @@ _LABELLED = [
     (re.compile(r"^\s*-\s*`?transformers`? version:\s*(?P<v>\S+)"), "transformers"),
 ]
 _GPU_LINE = re.compile(r"^\s*(?:GPU models and configuration:\s*)?GPU \d+:\s*(?P<name>[^()]+?)\s*(?:\(UUID:.*)?$")
+_NVIDIA_NAMED = re.compile(r"NVIDIA (?:GeForce |Quadro |Tesla |TITAN )?[A-Za-z0-9][\w-]*(?: [\w-]+){0,5}")
+"""A device name as torch.cuda.get_device_name and vendors' messages print it inside a sentence ("Your NVIDIA GeForce
+RTX 2080 Ti GPU has compute capability 7.5"): the longest run of its words the GPU catalogue knows is the name."""
 _GPU_LABELLED = re.compile(r"^\s*-\s*GPU type:\s*(?P<name>.+?)\s*$")
 _SMI_BANNER = re.compile(r"Driver Version:\s*(?P<driver>\d+(?:\.\d+)+)(?:\s+CUDA Version:\s*(?P<cuda>\d+\.\d+))?")
 _SMI_ROW = re.compile(r"^\|\s+\d+\s+(?P<name>(?:NVIDIA|Tesla|Quadro)\b.*?)\s+(?:On|Off)\s+\|")
@@ -81,7 +84,7 @@ _CPYTHON_SO = re.compile(r"\.cpython-(?P<v>3\d+)-[A-Za-z0-9_]+-linux-gnu\.so\b")
 _SMEM_TRITON = re.compile(r"Required:\s*(?P<required>\d+),\s*Hardware limit:\s*(?P<limit>\d+)")
 _SMEM_PTXAS = re.compile(r"uses too much shared data \((?P<required>0x[0-9a-fA-F]+) bytes, "
                          r"(?P<limit>0x[0-9a-fA-F]+) max\)")
-_TRIGGERS = ("==", "[pip", "[conda]", "ersion", "GPU ", "\n|", "libcudnn.so.", ".whl", "/python3.", ".cpython-3",
+_TRIGGERS = ("==", "[pip", "[conda]", "ersion", "GPU ", "NVIDIA ", "\n|", "libcudnn.so.", ".whl", "/python3.", ".cpython-3",
              "Hardware limit", "shared data", "get_device_", "Package", "+cu")
 """Words some form cannot match without; `\n|` is a line that starts with `|` (an nvidia-smi row)."""
 _CAPABILITY_CALL = re.compile(r"get_device_capability\(")
@@ -205,6 +208,14 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
         if gpu and not gpu.group("name").endswith("..."):
             yield TextFact("gpu", gpu.group("name"), number, "environment-report", STRUCTURED)
             return
+    if "NVIDIA " in line:
+        for named in _NVIDIA_NAMED.finditer(line):
+            if line.startswith(("...", "…"), named.end()):
+                continue  # nvidia-smi before 530 cut long names: several GPUs fit what is left
+            name = _catalogued_prefix(named.group(0))
+            if name:
+                yield TextFact("gpu", name, number, "device-name", STRUCTURED)
+                return
     if "Driver Version" in line:
         banner = _SMI_BANNER.search(line)
         if banner:
@@ -293,6 +304,18 @@ def _wheel(match: re.Match[str], number: int) -> Iterable[TextFact]:
     tag = match.group("py")
     if tag.startswith("cp") and len(tag) >= 4:
         yield TextFact("python", f"{tag[2]}.{tag[3:]}", number, "wheel-name", DERIVED)
+
+
+def _catalogued_prefix(text: str) -> str | None:
+    """The longest leading run of words of `text` that names a GPU of the catalogue ("NVIDIA GeForce RTX 2080 Ti" of
+    "NVIDIA GeForce RTX 2080 Ti GPU has"), or None."""
+    from ..gpus import lookup_gpu
+
+    words = text.split()
+    for end in range(len(words), 1, -1):
+        if lookup_gpu(" ".join(words[:end])) is not None:
+            return " ".join(words[:end])
+    return None
 
 
 def _cuda(digits: str) -> str:

@@ -577,6 +577,10 @@ def _first_hits(hits: Iterable[Any]) -> list[Any]:
     return out
 
 
+def _unquoted(text: str) -> str:
+    return text.replace("'", "").replace('"', "")
+
+
 def _fixes(rule: Any, pair: tuple[Any, Any] | None) -> tuple[str, ...]:
     """The smallest fix the engine checked for the backend, else the rule's own fixes; an advisory's workaround."""
     out: list[str] = []
@@ -584,7 +588,8 @@ def _fixes(rule: Any, pair: tuple[Any, Any] | None) -> tuple[str, ...]:
         finding, verdict = pair
         if verdict.fix is not None and finding.blocking and finding.applies is True:
             out.append(verdict.fix.describe())
-        out.extend(f.describe() for f in finding.fixes if f.describe() not in out)
+        same = {_unquoted(text) for text in out}  # the engine's checked fix names the value, the rule its literal
+        out.extend(f.describe() for f in finding.fixes if _unquoted(f.describe()) not in same)
         if finding.fixed_in:
             out.append("fixed in " + ", ".join(f"{k} {v}" for k, v in finding.fixed_in.items()))
         if finding.workaround:
