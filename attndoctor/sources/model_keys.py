@@ -89,10 +89,36 @@ class _Source:
         raise self.fail(f"{self.key_of(where)}: expected true or false, got {value!r}")
 
 
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+"""A Hugging Face model id (owner/name), as people pass it to from_pretrained."""
+
+
+def hub_cached_config(model_id: str) -> Path | None:
+    """The config.json of a model id in the local Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache), from
+    the snapshot refs/main names, else the newest snapshot that has one; None when the model was never downloaded."""
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    repo = Path(os.environ.get("HF_HUB_CACHE") or os.path.join(home, "hub")) / ("models--" + model_id.replace("/", "--"))
+    try:
+        main = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+        if main and (repo / "snapshots" / main / "config.json").is_file():
+            return repo / "snapshots" / main / "config.json"
+        found = [c for c in (repo / "snapshots").glob("*/config.json") if c.is_file()]
+    except OSError:
+        found = []
+    return max(found, key=lambda c: c.stat().st_mtime) if found else None
+
+
 def _load(path: str | Path) -> tuple[str, dict[str, Any], str]:
     from ..inputs import EITHER, describe, locate, read_text
 
     accepted = "expected a Hugging Face config.json or a model folder holding one"
+    if not os.path.lexists(path) and HUB_ID.fullmatch(str(path)):
+        cached = hub_cached_config(str(path))
+        if cached is None:
+            raise UsageError(f"{path}: no such file or folder, and no download of this model id in the Hugging Face "
+                             f"cache; fetch its config first: huggingface-cli download {path} config.json "
+                             f"--local-dir {str(path).split('/')[1]}, then --model {str(path).split('/')[1]}")
+        path = cached
     p = Path(path)
     if stat.S_ISDIR(locate(path, describe(path, "file or folder", accepted), EITHER).st_mode):
         p = p / "config.json"
