@@ -360,6 +360,8 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             if text.lower() in ("none", "absent", "no", "-"):
                 env.versions[name] = ABSENT
             else:
+                if name == "cudnn":
+                    text = cudnn_from_integer(text)
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
                 # a flash-attn 4 beta keeps its number (advisories tell betas apart); other versions read as parsed
                 # and flash-attn 2 its local label (TransformerEngine compares 2.8.3+cu128 as above 2.8.3); a cutlass-dsl
@@ -383,6 +385,16 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
     if built and "cuda" not in env.versions:
         env.versions["cuda"] = f"{int(built.group(1)[:-1])}.{built.group(1)[-1]}"
     return env
+
+
+def cudnn_from_integer(text: str) -> str:
+    """torch.backends.cudnn.version()'s integer as a version (cudnn_version.h's CUDNN_VERSION: 9.x is major * 10000 +
+    minor * 100 + patch, 90100 is 9.1.0; 8.x and 7.x major * 1000 + minor * 100 + patch, 8902 is 8.9.2); else as is."""
+    if text.isdigit() and (len(text) == 5 and text[0] == "9" or len(text) == 4 and text[0] in "78"):
+        number = int(text)
+        major, rest = divmod(number, 10000 if len(text) == 5 else 1000)
+        return f"{major}.{rest // 100}.{rest % 100}"
+    return text
 
 
 TORCH_CUDA_LABEL = re.compile(r"\+cu(\d{2,3})\b")

@@ -372,6 +372,10 @@ def _value(field: str, raw: Any) -> Any:
     if field in ENV_TARGETS:
         if text.lower() in ("not installed", "none"):
             return "none"
+        if field == "cudnn":
+            from ..environment import cudnn_from_integer
+
+            text = cudnn_from_integer(text)
         version = re.match(r"v?(\d+(?:\.\d+)+(?:(?:\.post|\.dev|rc|a|b)\d+)?)", text)
         if version and field in RELEASE_TRIPLES and version.group(1).count(".") < 2:
             return None  # "Flash Attention 2.0" names the kernel generation; flash-attn releases have three parts

@@ -1,4 +1,5 @@
-"""A driver version reads as NVIDIA writes it; a driver older than torch's CUDA major release runs no backend."""
+"""Versions as tools print them (a driver as NVIDIA writes it, cuDNN as torch prints it, CUDA from a torch wheel);
+a driver older than torch's CUDA major release runs no backend."""
 
 import json
 
@@ -50,3 +51,15 @@ def test_a_torch_wheels_local_label_gives_its_cuda_unless_cuda_is_given(torch, c
 def test_a_cu130_torch_on_a_550_driver_runs_no_kernel(cli):
     verdict, applied = status(cli, "--torch", "2.11.0+cu130", "--driver", "550.54.15")
     assert verdict == "unsupported" and "AD-DRIVER-OLDER-THAN-CUDA" in applied
+
+
+@pytest.mark.parametrize(("given", "read"), [("90100", "9.1.0"), ("91002", "9.10.2"), ("8902", "8.9.2"),
+                                             ("7605", "7.6.5"), ("9.1.0", "9.1.0")])
+def test_cudnn_as_torch_prints_it_is_a_version(given, read):
+    """torch.backends.cudnn.version() is cudnn_version.h's CUDNN_VERSION: 9.x is major * 10000 + minor * 100 + patch."""
+    assert environment_from_flags({"cudnn": given}).versions["cudnn"] == read
+
+
+def test_why_reads_cudnn_as_torch_prints_it(cli):
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", "torch.backends.cudnn.version() = 90501")
+    assert json.loads(out)["understood"]["facts"]["cudnn"]["value"] == "9.5.1"
