@@ -373,3 +373,11 @@ def test_prose_with_a_cuda_label_is_not_a_pip_row():
 ])
 def test_a_device_name_inside_a_sentence_is_read_whole(text, gpu):
     assert _facts(text)["gpu"] == (gpu, 1)
+
+
+@pytest.mark.parametrize(("text", "gpu"), [
+    ("torch on Jetson AGX Orin 64GB fails", "Jetson AGX Orin 64GB"),
+    ("my GeForce RTX 3060 Laptop GPU runs out of shared memory", "GeForce RTX 3060 Laptop GPU"),
+])
+def test_a_device_name_without_the_vendor_word_is_read_whole(text, gpu):
+    assert _facts(text)["gpu"] == (gpu, 1)

@@ -70,9 +70,11 @@ _LABELLED = [
     (re.compile(r"^\s*-\s*`?transformers`? version:\s*(?P<v>\S+)"), "transformers"),
 ]
 _GPU_LINE = re.compile(r"^\s*(?:GPU models and configuration:\s*)?GPU \d+:\s*(?P<name>[^()]+?)\s*(?:\(UUID:.*)?$")
-_NVIDIA_NAMED = re.compile(r"NVIDIA (?:GeForce |Quadro |Tesla |TITAN )?[A-Za-z0-9][\w-]*(?: [\w-]+){0,5}")
+_NVIDIA_NAMED = re.compile(r"(?:NVIDIA (?:GeForce |Quadro |Tesla |TITAN |Jetson )?|\b(?:GeForce|Quadro|Jetson|TITAN) )"
+                           r"[A-Za-z0-9][\w-]*(?: [\w-]+){0,5}")
 """A device name as torch.cuda.get_device_name and vendors' messages print it inside a sentence ("Your NVIDIA GeForce
 RTX 2080 Ti GPU has compute capability 7.5"): the longest run of its words the GPU catalogue knows is the name."""
+_NAME_WORDS = ("NVIDIA ", "GeForce ", "Quadro ", "Jetson ", "TITAN ")
 _GPU_LABELLED = re.compile(r"^\s*-\s*GPU type:\s*(?P<name>.+?)\s*$")
 _SMI_BANNER = re.compile(r"Driver Version:\s*(?P<driver>\d+(?:\.\d+)+)(?:\s+CUDA Version:\s*(?P<cuda>\d+\.\d+))?")
 _SMI_ROW = re.compile(r"^\|\s+\d+\s+(?P<name>(?:NVIDIA|Tesla|Quadro)\b.*?)\s+(?:On|Off)\s+\|")
@@ -84,8 +86,8 @@ _CPYTHON_SO = re.compile(r"\.cpython-(?P<v>3\d+)-[A-Za-z0-9_]+-linux-gnu\.so\b")
 _SMEM_TRITON = re.compile(r"Required:\s*(?P<required>\d+),\s*Hardware limit:\s*(?P<limit>\d+)")
 _SMEM_PTXAS = re.compile(r"uses too much shared data \((?P<required>0x[0-9a-fA-F]+) bytes, "
                          r"(?P<limit>0x[0-9a-fA-F]+) max\)")
-_TRIGGERS = ("==", "[pip", "[conda]", "ersion", "GPU ", "NVIDIA ", "\n|", "libcudnn.so.", ".whl", "/python3.", ".cpython-3",
-             "Hardware limit", "shared data", "get_device_", "Package", "+cu")
+_TRIGGERS = ("==", "[pip", "[conda]", "ersion", "GPU ", "\n|", "libcudnn.so.", ".whl", "/python3.", ".cpython-3",
+             "Hardware limit", "shared data", "get_device_", "Package", "+cu", *_NAME_WORDS)
 """Words some form cannot match without; `\n|` is a line that starts with `|` (an nvidia-smi row)."""
 _CAPABILITY_CALL = re.compile(r"get_device_capability\(")
 _CAPABILITY_TUPLE = re.compile(r"^\s*(?:\S.*?[=:]\s*)?\((?P<major>\d{1,2}),\s*(?P<minor>\d)\)\s*$")
@@ -208,7 +210,7 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
         if gpu and not gpu.group("name").endswith("..."):
             yield TextFact("gpu", gpu.group("name"), number, "environment-report", STRUCTURED)
             return
-    if "NVIDIA " in line:
+    if any(word in line for word in _NAME_WORDS):
         for named in _NVIDIA_NAMED.finditer(line):
             if line.startswith(("...", "…"), named.end()):
                 continue  # nvidia-smi before 530 cut long names: several GPUs fit what is left
