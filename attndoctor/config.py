@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .errors import UsageError
 from .fields import (BIASES, BOOL, BOOL_FIELDS, CP_COMMS, DTYPE_ALIASES, DTYPES, FIELDS, FP8_RECIPES, INT,
-                     INT_FIELDS, LAYOUTS, LIMITS, MASKS, NUM, NUMBER_FIELDS, QKV_FORMATS, SDPA_FLASH_IMPLS, STR,
+                     INT_FIELDS, LAYOUTS, LIMITS, LOWEST, MASKS, NUM, NUMBER_FIELDS, QKV_FORMATS, SDPA_FLASH_IMPLS, STR,
                      TABLE, TE_LAYOUTS, WINDOW)
 
 __all__ = ["BIASES", "BOOL_FIELDS", "CP_COMMS", "DTYPES", "DTYPE_ALIASES", "FIELDS", "FP8_RECIPES", "INT_FIELDS",
@@ -73,6 +73,8 @@ class AttentionConfig(_Fields):
             seq += f"x{self.seqlen_kv}"
         mode = {True: "train", False: "infer", None: "train?"}[self.train]
         desc = f"d={dims} h={heads} s={seq} {self.dtype or 'dtype?'} {mode}"
+        if self.batch == 0:
+            desc += " batch=0"
         if self.mask != "none":
             desc += f" {self.mask}"
         if self.window != (-1, -1):
@@ -105,19 +107,20 @@ class AttentionConfig(_Fields):
 
 
 def _int(name: str, value: Any) -> int:
+    expected = f"{name}: expected a whole number from {LOWEST[name]} to {LIMITS[name]}, got {value!r}"
     if isinstance(value, bool) or value is None:
-        raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}")
+        raise UsageError(expected)
     if isinstance(value, float):
         if not value.is_integer():
-            raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}")
+            raise UsageError(expected)
         value = int(value)
     if isinstance(value, str):
         try:
             value = int(value.strip())
         except ValueError:
-            raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}") from None
-    if not isinstance(value, int) or value < 1 or value > LIMITS[name]:
-        raise UsageError(f"{name}: expected a whole number from 1 to {LIMITS[name]}, got {value!r}")
+            raise UsageError(expected) from None
+    if not isinstance(value, int) or value < LOWEST[name] or value > LIMITS[name]:
+        raise UsageError(expected)
     return value
 
 

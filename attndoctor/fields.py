@@ -59,6 +59,8 @@ class Field(NamedTuple):
     off_flag: str = ""
     off_help: str = ""
     """A boolean field with two flags (--train/--infer): the one that sets it false, and its help."""
+    low: int = 1
+    """The smallest whole number an INT field takes (0 for batch: DDP, MoE and dataloader tails pass empty batches)."""
 
     @property
     def help_text(self) -> str:
@@ -67,7 +69,7 @@ class Field(NamedTuple):
 
 _N = 1 << 31
 TABLE: tuple[Field, ...] = (
-    Field("batch", INT, None, "batch size", "Batch size.", "--batch", "N", limit=10_000_000),
+    Field("batch", INT, None, "batch size", "Batch size (0: an empty batch).", "--batch", "N", limit=10_000_000, low=0),
     Field("heads", INT, None, "query heads", "Query heads.", "--heads", "N", limit=65_536),
     Field("kv_heads", INT, None, "key/value heads", "Key/value heads (GQA/MQA); defaults to --heads.", "--kv-heads",
           "N", limit=65_536),
@@ -138,6 +140,7 @@ DERIVED_FACTS: tuple[tuple[str, str, tuple[str, ...] | None, str], ...] = (
 
 FIELDS = tuple(f.name for f in TABLE)
 LIMITS = {f.name: f.limit for f in TABLE if f.type == INT}
+LOWEST = {f.name: f.low for f in TABLE if f.type == INT}
 INT_FIELDS = tuple(f.name for f in TABLE if f.type == INT)
 BOOL_FIELDS = tuple(f.name for f in TABLE if f.type == BOOL)
 NUMBER_FIELDS = {**{s.name: "a whole number" for s in TABLE + SHORTHANDS if s.type == INT},  # type: ignore[operator]

@@ -193,6 +193,8 @@ def case_spec(config: Mapping[str, Any]) -> CaseSpec:
     hdim = int(config["hdim"])
     hdim_v = int(config.get("hdim_v") or hdim)
     batch = int(config["batch"])
+    if batch == 0:
+        raise NotBuilt("an empty batch (batch 0) gives no values to compare with the reference")
     plan = parse_layout(config.get("layout"), bool(config.get("qkv_fused")))
     mask = str(config.get("mask") or "none")
     causal, padded = MASKS[mask]

@@ -57,8 +57,11 @@ def test_a_row_with_choices_validates_them_and_their_aliases(field):
 def test_an_int_row_has_its_limit(field):
     assert config.LIMITS[field.name] == field.limit
     assert getattr(make_config(_alone(field.name, field.limit)), field.name) == field.limit
-    with pytest.raises(UsageError, match=f"{field.name}: expected a whole number from 1 to {field.limit}"):
-        make_config({field.name: field.limit + 1})
+    assert getattr(make_config(_alone(field.name, field.low)), field.name) == field.low
+    for outside in (field.limit + 1, field.low - 1):
+        expected = f"{field.name}: expected a whole number from {field.low} to {field.limit}"
+        with pytest.raises(UsageError, match=expected):
+            make_config({field.name: outside})
 
 
 @pytest.mark.parametrize("field", [f for f in TABLE if f.type in (INT, NUM, BOOL)], ids=lambda f: f.name)

@@ -432,7 +432,8 @@ def _backends_to_time(evaluator: Any, by_id: Mapping[str, Any], filled: Attentio
             skipped.append({"backend": backend_id, "reason": _not_run_reason(verdict)})
             continue
         c = filled
-        scores = 4 * (c.batch or 1) * (c.heads or 1) * (c.seqlen_q or 1) * (c.seqlen_kv or c.seqlen_q or 1)
+        batch = 1 if c.batch is None else c.batch
+        scores = 4 * batch * (c.heads or 1) * (c.seqlen_q or 1) * (c.seqlen_kv or c.seqlen_q or 1)
         if backend_id == "sdpa-math" and backend_id not in named and scores > MATH_SCORE_LIMIT:
             skipped.append({"backend": backend_id, "reason": f"reference kernel: its scores would take "
                             f"{scores / 2**30:.1f} GiB (name it with --backend to time it)"})

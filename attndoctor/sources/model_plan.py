@@ -82,7 +82,13 @@ def score_bytes(config: Any) -> int | None:
     """The S x S score buffer of one unfused attention call: batch (1 when not given) x heads x Sq x Skv x 4."""
     if not (config.heads and config.seqlen_q and config.seqlen_kv):
         return None
-    return (config.batch or 1) * config.heads * config.seqlen_q * config.seqlen_kv * SCORE_BYTES
+    batch = 1 if config.batch is None else config.batch
+    return batch * config.heads * config.seqlen_q * config.seqlen_kv * SCORE_BYTES
+
+
+def _batch_words(batch: int | None) -> str:
+    """The batch a score estimate used: an empty batch is 0, not the 1 assumed when none was given."""
+    return "1 (not given)" if batch is None else str(batch)
 
 
 def human_bytes(n: int | None) -> str:
@@ -153,7 +159,7 @@ def _findings(kind_results: Sequence[tuple[KindPlan, Any]], common: Sequence[str
             fixes = ([kind.fixes[framework]] if framework in kind.fixes else []) + _moves(kind, result, others, common)
             layers = len(kind.layers)
             held = (f"{backend} holds an S x S score buffer of {human_bytes(kind.score_bytes)} per call "
-                    f"({SCORE_FORMULA}, batch {result.config.batch or '1 (not given)'})" if backend == "sdpa-math"
+                    f"({SCORE_FORMULA}, batch {_batch_words(result.config.batch)})" if backend == "sdpa-math"
                     else f"{backend} builds the full S x S score matrix in memory")
             text = (f"under {framework}, the {kind.label} layers{f' ({layers})' if layers else ''} fall to {backend} "
                     f"while the others run {', '.join(others)}: {held}")
