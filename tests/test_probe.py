@@ -6,6 +6,7 @@ directory put both on sys.path, for metadata and find_spec, and on PYTHONPATH, f
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -319,6 +320,142 @@ def test_package_versions_alone(site: Site) -> None:
     env = package_versions()
     assert env.versions["flash_attn_4"] == "4.0.0b36"
     assert env.versions["flash_attn"] == ABSENT
+
+
+# --- flash_attn.cute before the flash-attn-4 betas ----------------------------------------------------------
+
+PREVIEW_NOTE = "flash_attn.cute comes with {}, the preview before the flash-attn-4 betas"
+
+
+def cute_tree(site: Site, init: str = "raise RuntimeError('the probe imported flash_attn')\n") -> None:
+    """flash_attn/cute as flash-attn 2.8.3 ships it; flash_attn's own __init__ must not run while versions are read."""
+    site.module("flash_attn/__init__.py", init)
+    site.module("flash_attn/cute/__init__.py", "from .interface import flash_attn_func\n")
+    site.module("flash_attn/cute/interface.py", "def flash_attn_func(*args, **kwargs):\n    pass\n")
+
+
+def test_flash_attn_2_8_3_carries_the_cute_preview(site: Site) -> None:
+    site.dist("flash-attn", "2.8.3")
+    cute_tree(site)
+    env = package_versions()
+    assert env.versions["flash_attn"] == "2.8.3"
+    assert env.versions["flash_attn_4"] == "2.8.3"
+    (n,) = notes_with(env, PREVIEW_NOTE.format("flash-attn 2.8.3"), "info")
+    assert "older than every beta the rules model" in n["message"]
+    assert "flash_attn" not in sys.modules or not sys.modules["flash_attn"].__file__.startswith(str(site.root))
+
+
+def test_a_local_label_is_left_as_env_file_reads_it_back(site: Site) -> None:
+    site.dist("flash-attn", "2.8.3+cu12torch2.8cxx11abiFALSE")
+    cute_tree(site)
+    env = package_versions()
+    assert env.versions["flash_attn_4"] == "2.8.3"
+    assert environment_from_dict(env.to_dict()).versions["flash_attn_4"] == "2.8.3"
+
+
+def test_flash_attn_without_cute_leaves_flash_attn_4_absent(site: Site) -> None:
+    site.dist("flash-attn", "2.8.2")
+    site.module("flash_attn/__init__.py")
+    site.module("flash_attn/cute/interface.py")  # v2.8.2 has flash_attn/cute but no __init__.py: not packaged
+    env = package_versions()
+    assert env.versions["flash_attn_4"] == ABSENT
+    assert not notes_with(env, "flash_attn.cute")
+
+
+def test_the_flash_attn_cute_distribution(site: Site) -> None:
+    site.dist("flash-attn-cute", "0.1.0")
+    site.module("flash_attn/cute/__init__.py")  # installed on its own: flash_attn is a namespace package
+    env = package_versions()
+    assert env.versions["flash_attn_4"] == "0.1.0"
+    assert env.versions["flash_attn"] == ABSENT
+    assert notes_with(env, PREVIEW_NOTE.format("flash-attn-cute 0.1.0"), "info")
+
+
+def test_the_flash_attn_cute_placeholder_holds_no_flash_attn_cute(site: Site) -> None:
+    site.dist("flash-attn-cute", "0.0.1")
+    (site.root / "flash_attn_cute-0.0.1.dist-info" / "top_level.txt").write_text("flash_attn_cute\n")
+    site.module("flash_attn_cute/__init__.py", '__version__ = "0.0.1"\n')
+    env = package_versions()
+    assert env.versions["flash_attn_4"] == ABSENT
+    assert notes_with(env, "flash-attn-cute 0.0.1 is installed but holds no flash_attn.cute", "info")
+    site.dist("flash-attn", "2.8.3")
+    cute_tree(site)
+    assert package_versions().versions["flash_attn_4"] == "2.8.3"
+
+
+def test_a_flash_attn_4_beta_wins_over_the_preview(site: Site) -> None:
+    site.dist("flash-attn", "2.8.3")
+    site.dist("flash-attn-4", "4.0.0b36")
+    cute_tree(site)
+    env = package_versions()
+    assert env.versions["flash_attn_4"] == "4.0.0b36"
+    assert not notes_with(env, "preview")
+
+
+def test_the_early_beta_name_flash_attn4(site: Site) -> None:
+    site.dist("flash-attn4", "4.0.0b1")
+    site.module("flash_attn/cute/__init__.py")
+    assert package_versions().versions["flash_attn_4"] == "4.0.0b1"
+
+
+def test_flash_attn_cute_without_metadata_has_an_unknown_version(site: Site) -> None:
+    cute_tree(site)
+    env = package_versions()
+    assert "flash_attn_4" not in env.versions
+    assert notes_with(env, "importable as flash_attn.cute but no package metadata names it", "info")
+
+
+def test_looking_for_cute_never_raises(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    site.dist("flash-attn", "2.8.3")
+    cute_tree(site)
+
+    real = probe_pkg.packages.importlib.util.find_spec
+
+    def boom(name: str, package: str | None = None) -> Any:
+        if name == "flash_attn":
+            raise RuntimeError("a broken finder")
+        return real(name, package)
+
+    monkeypatch.setattr(probe_pkg.packages.importlib.util, "find_spec", boom)
+    assert package_versions().versions["flash_attn_4"] == ABSENT
+
+
+def test_check_reads_flash_attn_2_8_3_as_the_preview_outside_the_rules(site: Site, monkeypatch: pytest.MonkeyPatch,
+                                                                       cli, tmp_path: Path) -> None:
+    fake_nvml(monkeypatch, [H100])
+    fake_torch(site, version="2.8.0+cu128", cuda="12.8")
+    site.dist("flash-attn", "2.8.3")
+    cute_tree(site, "")
+    config = ("--hdim", "128", "--dtype", "bf16")
+    code, out, _ = cli("check", *config, "--no-cache", "--format", "json")
+    doc = json.loads(out)
+    environment = doc["environment"]
+    assert environment["versions"]["flash_attn_4"] == "2.8.3"
+    assert "flash_attn_4" not in environment["import_errors"]
+    assert any(PREVIEW_NOTE.format("flash-attn 2.8.3") in n["message"] for n in environment["notes"])
+
+    def fa4(document: dict) -> dict:
+        (verdict,) = [v for v in document["results"][0]["verdicts"] if v["backend"] == "flash-attn-4"]
+        return verdict
+
+    verdict = fa4(doc)
+    assert verdict["status"] == "outside-rules"
+    (finding,) = [f for f in verdict["findings"] if f["rule"] == "AD-OUTSIDE-RULES"]
+    assert "flash-attn 4 2.8.3 is older than every release the rules about flash-attn-4 were read at" in \
+        finding["message"]
+
+    code, text, _ = cli("check", *config, "--no-cache")
+    assert PREVIEW_NOTE.format("flash-attn 2.8.3") in " ".join(text.split())
+    (row,) = [line for line in text.splitlines() if line.startswith("flash-attn-4 ")]
+    assert "outside the rules" in row
+
+    env_file = tmp_path / "env.json"
+    env_file.write_text(json.dumps(environment))
+    code, out, _ = cli("explain", "--env-file", str(env_file), *config, "--format", "json")
+    replay = json.loads(out)
+    assert replay["environment"]["versions"]["flash_attn_4"] == "2.8.3"
+    assert fa4(replay)["status"] == "outside-rules"
+    assert [f["message"] for f in fa4(replay)["findings"]] == [f["message"] for f in verdict["findings"]]
 
 
 def test_undefined_symbol_import_error(site: Site) -> None:
