@@ -106,8 +106,13 @@ class AttentionConfig(_Fields):
 
 
 
+KILO_FIELDS = frozenset({"seqlen", "seqlen_q", "seqlen_kv"})
+"""Lengths people write as a model card does: 128k is 131072 tokens (k = 1024, as max_position_embeddings counts)."""
+
+
 def _int(name: str, value: Any) -> int:
-    expected = f"{name}: expected a whole number from {LOWEST[name]} to {LIMITS[name]}, got {value!r}"
+    kilo = " (or with k for 1024: 128k)" if name in KILO_FIELDS else ""
+    expected = f"{name}: expected a whole number from {LOWEST[name]} to {LIMITS[name]}{kilo}, got {value!r}"
     if isinstance(value, bool) or value is None:
         raise UsageError(expected)
     if isinstance(value, float):
@@ -115,8 +120,10 @@ def _int(name: str, value: Any) -> int:
             raise UsageError(expected)
         value = int(value)
     if isinstance(value, str):
+        text = value.strip()
+        scale = 1024 if kilo and text[-1:] in ("k", "K") else 1
         try:
-            value = int(value.strip())
+            value = int(text[:-1] if scale > 1 else text) * scale
         except ValueError:
             raise UsageError(expected) from None
     if not isinstance(value, int) or value < LOWEST[name] or value > LIMITS[name]:

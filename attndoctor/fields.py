@@ -73,9 +73,9 @@ TABLE: tuple[Field, ...] = (
     Field("heads", INT, None, "query heads", "Query heads.", "--heads", "N", limit=65_536),
     Field("kv_heads", INT, None, "key/value heads", "Key/value heads (GQA/MQA); defaults to --heads.", "--kv-heads",
           "N", limit=65_536),
-    Field("seqlen_q", INT, None, "query sequence length", "Query sequence length.", "--seqlen-q", "N", limit=_N),
+    Field("seqlen_q", INT, None, "query sequence length", "Query sequence length (k = 1024: 128k).", "--seqlen-q", "N", limit=_N),
     Field("seqlen_kv", INT, None, "key/value sequence length",
-          "Key/value sequence length; defaults to the query length.", "--seqlen-kv", "N", limit=_N),
+          "Key/value sequence length (k = 1024); defaults to the query length.", "--seqlen-kv", "N", limit=_N),
     Field("hdim", INT, None, "Q/K head dim", "Q/K head dim.", "--hdim", "N", limit=16_384),
     Field("hdim_v", INT, None, "V head dim", "V head dim; defaults to --hdim.", "--hdim-v", "N", limit=16_384),
     Field("dtype", STR, None, "data type", "{choices}.", "--dtype", "NAME", DTYPES, DTYPE_ALIASES),
@@ -127,7 +127,7 @@ class Shorthand(NamedTuple):
 
 
 SHORTHANDS = (
-    Shorthand("seqlen", INT, "Sequence length of queries and keys/values.", "--seqlen", "seqlen_q"),
+    Shorthand("seqlen", INT, "Sequence length of queries and keys/values (k = 1024: 128k).", "--seqlen", "seqlen_q"),
     Shorthand("causal", BOOL, "Short for --mask causal (top-left, like PyTorch's is_causal).", "--causal", ""),
 )
 

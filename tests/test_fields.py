@@ -144,3 +144,14 @@ def test_new_config_facts_round_trip_and_bad_values(cli, explain):
     assert code == 2 and "fp8_recipe" in err and "mxfp8" in err
     code, _, err = cli("explain", "--hdim", "64", "--sdpa-flash-impl", "fa5")
     assert code == 2 and "sdpa_flash_impl" in err
+
+
+@pytest.mark.parametrize(("given", "length"), [("128k", 131072), ("32K", 32768), ("8192", 8192), (" 4k ", 4096)])
+def test_a_length_takes_k_for_1024(given, length):
+    assert make_config({"hdim": 128, "seqlen": given}).seqlen_kv == length
+
+
+@pytest.mark.parametrize(("field", "given"), [("seqlen", "1.5k"), ("seqlen", "k"), ("hdim", "12k"), ("batch", "2k")])
+def test_k_is_refused_where_it_is_no_length_or_not_whole(field, given):
+    with pytest.raises(UsageError):
+        make_config({"hdim": 128, field: given})
