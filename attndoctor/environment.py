@@ -366,9 +366,9 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
                 # a flash-attn 4 beta keeps its number (advisories tell betas apart); other versions read as parsed
                 # and flash-attn 2 its local label (TransformerEngine compares 2.8.3+cu128 as above 2.8.3); a cutlass-dsl
                 # dev build (4.6.0.dev0) keeps its tag, since advisories tell it from the release; a driver reads as
-                # NVIDIA and NVML write it (560.35.03, not 560.35.3)
-                keep = ((name == "flash_attn_4" and parsed.release[:1] == (4,)) or (name == "flash_attn" and "+" in text)
-                        or name in ("cutlass_dsl", "driver"))
+                # NVIDIA and NVML write it (560.35.03, not 560.35.3); torch keeps its wheel label, as the probe does
+                keep = ((name == "flash_attn_4" and parsed.release[:1] == (4,)) or (name in ("flash_attn", "torch")
+                        and "+" in text) or name in ("cutlass_dsl", "driver"))
                 env.versions[name] = text if keep else str(parsed)
         elif name == "env_vars":
             if not isinstance(value, Mapping):
@@ -382,7 +382,7 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             raise UsageError(f"unknown environment fact {key!r}; accepted: {', '.join(WHAT_IF_KEYS)} (a dash may stand "
                              "for an underscore)")
     built = TORCH_CUDA_LABEL.search(str(values.get("torch") or ""))
-    if built and "cuda" not in env.versions:
+    if built:  # the wheel says which CUDA torch was built with; a --cuda beside it that differs names a toolkit
         env.versions["cuda"] = f"{int(built.group(1)[:-1])}.{built.group(1)[-1]}"
     return env
 

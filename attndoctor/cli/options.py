@@ -37,7 +37,7 @@ ENV_OPTIONS: list[tuple[str, str, str]] = [
     ("cutlass_dsl", "--cutlass-dsl", "nvidia-cutlass-dsl version (the CuTe DSL runtime flash-attn 4 compiles with)."),
     ("cudnn_frontend", "--cudnn-frontend", "nvidia-cudnn-frontend version."),
     ("te", "--te", "TransformerEngine version."),
-    ("driver", "--driver", "NVIDIA driver version."),
+    ("driver", "--driver", "NVIDIA driver version (or the CUDA version it runs, as nvidia-smi's banner prints it: 12.2)."),
 ]
 
 

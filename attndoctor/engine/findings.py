@@ -5,7 +5,7 @@ import functools
 import re
 from typing import Any, Iterable, Sequence
 
-from ..environment import ABSENT, PACKAGE_LABELS, Environment, install_hint, parse_version, place
+from ..environment import ABSENT, PACKAGE_LABELS, TORCH_CUDA_LABEL, Environment, install_hint, parse_version, place
 from .facts import BETA
 from .results import OUTSIDE, Finding
 from .rule_model import Backend, Horizon, Rule
@@ -46,11 +46,23 @@ BUILTIN_REFERENCE = ("attndoctor: backend requirements in rules/backends.toml",)
 DRIVER_MINIMUM: dict[int, str] = {11: "450.80.02", 12: "525", 13: "580"}
 """CUDA major release -> the oldest driver that runs it (minor releases through minor version compatibility): NVIDIA's
 Linux numbers; a Windows driver of a branch carries a higher one (527.41 for 12.x), so this can miss a too-old Windows
-driver but never refuses a good one."""
+driver but never refuses a good one. CUDA 11.0 itself shipped with 450.36.06 (DRIVER_EXCEPTIONS)."""
+DRIVER_EXCEPTIONS: dict[tuple[int, int], str] = {(11, 0): "450.36.06"}
+
+
+def driver_too_old(cuda: Any, driver: Any) -> str:
+    """The oldest driver that runs `cuda` when `driver` is older, else ''. A "driver" below 100 is the CUDA version the
+    driver runs, as nvidia-smi's banner prints it (12.2): then only a newer CUDA major release is too new for it."""
+    if driver.major < 100:
+        return f"a driver of CUDA {cuda.major}.x" if cuda.major > driver.major else ""
+    need = DRIVER_EXCEPTIONS.get((cuda.major, cuda.minor)) or DRIVER_MINIMUM.get(cuda.major)
+    return need if need and driver < parse_version(need) else ""
 DRIVER_REFERENCES = (
     "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (Table 1: CUDA 13.x >= 580, "
     "12.x >= 525, 11.x >= 450; 450.80.02 on Linux for the whole 11.x family)",
     "pytorch/pytorch c10/cuda/CUDAFunctions.cpp: 'The NVIDIA driver on your system is too old (found version ...)'",
+    "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html (newer CUDA on older data-center "
+    "drivers through the cuda-compat package: why this stays a note, not a refusal)",
 )
 
 
@@ -82,14 +94,16 @@ def builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
                            f"{label} {version} is {side} than every release the rules about {backend.id} were read "
                            f"at ({span}): attndoctor claims nothing for it", "", horizon.references)
     cuda, driver = facts.get("cuda"), facts.get("driver")
-    if cuda not in (None, ABSENT) and driver not in (None, ABSENT) and cuda.major in DRIVER_MINIMUM \
-            and driver < parse_version(DRIVER_MINIMUM[cuda.major]):
-        yield _builtin("AD-DRIVER-OLDER-THAN-CUDA", Effect.UNSUPPORTED, Surface.RUNTIME,
-                       f"the NVIDIA driver is older than CUDA {cuda.major}.x needs: CUDA does not initialise",
-                       f"NVIDIA driver {env.versions.get('driver', driver)} is older than {DRIVER_MINIMUM[cuda.major]}, the oldest that runs CUDA "
-                       f"{cuda.major}.x (torch is built with CUDA {cuda}): torch cannot initialise CUDA, so no kernel "
-                       f"runs; upgrade the driver, or install a torch built for the CUDA this driver runs (nvidia-smi "
-                       "prints it)",
+    built = env.source == "probe" or TORCH_CUDA_LABEL.search(str(env.versions.get("torch") or ""))
+    need = driver_too_old(cuda, driver) if built and cuda not in (None, ABSENT) and driver not in (None, ABSENT) else ""
+    if need:
+        yield _builtin("AD-DRIVER-OLDER-THAN-CUDA", Effect.INFO, Surface.RUNTIME,
+                       f"the NVIDIA driver is older than CUDA {cuda.major}.x needs",
+                       f"NVIDIA driver {env.versions.get('driver', driver)} is older than {need}, the oldest that runs "
+                       f"CUDA {cuda.major}.x (torch is built with CUDA {cuda}): torch cannot initialise CUDA, so no kernel "
+                       "runs, unless CUDA's forward-compatibility package (cuda-compat: data-center GPUs, part of NGC "
+                       "containers) is installed; upgrade the driver, or install a torch built for the CUDA this driver "
+                       "runs (nvidia-smi prints it)",
                        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version "
                        "12020); torch.cuda.is_available() is False", DRIVER_REFERENCES)
     for package in backend.requires:
