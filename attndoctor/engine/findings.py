@@ -99,10 +99,10 @@ def builtin_findings(backend: Backend, env: Environment, facts: dict[str, Any],
     if need:
         yield _builtin("AD-DRIVER-OLDER-THAN-CUDA", Effect.INFO, Surface.RUNTIME,
                        f"the NVIDIA driver is older than CUDA {cuda.major}.x needs",
-                       f"NVIDIA driver {env.versions.get('driver', driver)} is older than {need}, the oldest that runs "
-                       f"CUDA {cuda.major}.x (torch is built with CUDA {cuda}): torch cannot initialise CUDA, so no kernel "
-                       "runs, unless CUDA's forward-compatibility package (cuda-compat: data-center GPUs, part of NGC "
-                       "containers) is installed; upgrade the driver, or install a torch built for the CUDA this driver "
+                       "this runs only with CUDA's forward-compatibility package (cuda-compat: data-center GPUs, part "
+                       f"of NGC containers): NVIDIA driver {env.versions.get('driver', driver)} is older than {need}, the "
+                       f"oldest that runs CUDA {cuda.major}.x (torch is built with CUDA {cuda}), and without it torch "
+                       "cannot initialise CUDA; upgrade the driver, or install a torch built for the CUDA this driver "
                        "runs (nvidia-smi prints it)",
                        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version "
                        "12020); torch.cuda.is_available() is False", DRIVER_REFERENCES)
