@@ -211,13 +211,10 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
             yield TextFact("gpu", gpu.group("name"), number, "environment-report", STRUCTURED)
             return
     if any(word in line for word in _NAME_WORDS):
-        for named in _NVIDIA_NAMED.finditer(line):
-            if line.startswith(("...", "…"), named.end()):
-                continue  # nvidia-smi before 530 cut long names: several GPUs fit what is left
-            name = _catalogued_prefix(named.group(0))
-            if name:
-                yield TextFact("gpu", name, number, "device-name", STRUCTURED)
-                return
+        name = _device_name(line)
+        if name:
+            yield TextFact("gpu", name, number, "device-name", STRUCTURED)
+            return
     if "Driver Version" in line:
         banner = _SMI_BANNER.search(line)
         if banner:
@@ -306,6 +303,17 @@ def _wheel(match: re.Match[str], number: int) -> Iterable[TextFact]:
     tag = match.group("py")
     if tag.startswith("cp") and len(tag) >= 4:
         yield TextFact("python", f"{tag[2]}.{tag[3:]}", number, "wheel-name", DERIVED)
+
+
+def _device_name(line: str) -> str | None:
+    """The first device name of a line that the GPU catalogue knows, whole."""
+    for named in _NVIDIA_NAMED.finditer(line):
+        if line.startswith(("...", "…"), named.end()):
+            continue  # nvidia-smi before 530 cut long names: several GPUs fit what is left
+        name = _catalogued_prefix(named.group(0))
+        if name:
+            return name
+    return None
 
 
 def _catalogued_prefix(text: str) -> str | None:

@@ -1,0 +1,154 @@
+"""The fixes `why` offers: a rule's checked fix, a message's own advice, or one that follows the kind of problem."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+
+FIX_BY_TOPIC = {
+    "install-missing": "install {library} (a build for this torch, CUDA and Python), or let another backend take the call",
+    "install-abi": "reinstall {library} built for the installed torch, CUDA and C++ ABI, or pin (downgrade) {library} "
+                   "to the release whose published build matches them",
+    "install-arch": "install a {library} build that includes this GPU's architecture",
+    "version-mismatch": "install the {library} release the message asks for (the versions it names)",
+    "gpu-arch": "run on a GPU {library} supports, or let another backend take the call",
+    "shared-memory": "use smaller tiles (block sizes, num_stages) or a smaller head dim, or a GPU with more shared memory",
+    "oom": "make the call need less memory: a smaller batch or sequence per step; SDPA's math path and eager attention "
+           "build the whole score matrix, its flash and memory-efficient kernels do not",
+}
+
+
+UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
+"""Kinds of problem that are not a setting one changes to what a check accepts."""
+
+
+ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s))((?:please\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
+                    r"pass|specify|enable|disable|switch to|downgrade|update|call)\b[^.!]{8,200}[.!]?|"
+                    r"this warning can be removed (?:by|using)[^.!]{8,200}[.!]?)", re.I)
+"""A sentence of a message that tells the user what to do ("Please set your attention to `eager` ...")."""
+BACKEND_FIXES = {
+    ("shared-memory", "flex-attention"): "pass smaller tiles to flex_attention: kernel_options={'BLOCK_M': 32, "
+    "'BLOCK_N': 32, 'num_stages': 1} (or compile it with mode='max-autotune' so autotuning picks tiles that fit), or use "
+    "a GPU with more shared memory per block",
+    # torch/nn/attention/flex_attention.py@v2.9.1:1690 says so when it runs uncompiled
+    ("oom", "flex-attention"): "compile it: torch.compile(flex_attention); called without torch.compile, flex_attention "
+    "runs an unfused implementation that materializes the full scores matrix",
+}
+"""Fixes that only one backend's users can apply, by kind of problem and backend."""
+
+
+def fixed_value(fix: Any) -> bool:
+    """Whether a rule's fix reads the same whatever the config (a literal, not an expression of the user's facts)."""
+    from ..engine.partial import free_names
+
+    return fix.value_node is None or not free_names(fix.value_node)
+
+
+def own_fix(text: str, groups: Mapping[str, str]) -> str:
+    """A catalogue fix with <package> named: the package of the module the message names."""
+    module = groups.get("module", "")
+    return text.replace("<package>", module.split(".")[0] or "the package") if "<package>" in text else text
+
+
+def distinct(fixes: Iterable[Any]) -> tuple[str, ...]:
+    """Each fix once, however many rules carry it (with or without a note); of several upgrades of one package, the
+    highest (it meets every rule that asked for less)."""
+    from packaging.version import InvalidVersion, Version
+
+    def rank(fix: Any) -> Any:
+        try:
+            return Version(str(fix.to))
+        except InvalidVersion:
+            return None
+
+    seen: dict[tuple[Any, ...], Any] = {}
+    for fix in fixes:
+        key = ("upgrade", fix.target) if fix.kind == "upgrade" and rank(fix) is not None else tuple(fix[:3])
+        if key not in seen or key[0] == "upgrade" and len(key) == 2 and rank(fix) > rank(seen[key]):
+            seen[key] = fix
+    return tuple(dict.fromkeys(f.describe() for f in seen.values()))
+
+
+def own_advice(lines: Sequence[str], number: int) -> tuple[str, ...]:
+    """What the message itself tells the user to do, from its line and the next (a message's advice often wraps)."""
+    text = " ".join(line.strip() for line in lines[max(0, number - 1):number + 1])
+    return tuple(f"as the message says: {m.group(1).strip()}" for m in ADVICE.finditer(text))[:2]
+
+
+VERSIONED = re.compile(r"\b(CUDA|nvcc|PyTorch|torch|cuDNN|flash[-_ ]?attn(?:ention)?|transformers|triton|xformers|vLLM|"
+                       r"TransformerEngine|Transformer Engine|driver)\b[^.;:\d]{0,24}?(?:>=|>|==|<=|<|\bv)?\s*(\d+\.\d+(?:\.\d+)*)",
+                       re.I)
+"""A package named with a version in a message ("only supported on CUDA 11.6 and above", "requires torch>=2.1")."""
+VERSIONED_LABELS = {"cuda": "the CUDA toolkit (nvcc -V shows its version)", "nvcc": "the CUDA toolkit (nvcc -V shows its version)",
+                    "driver": "the NVIDIA driver"}
+
+
+INSTALLABLE = re.compile(r"\b(?:xformers|flash[-_]attn(?:_interface)?|transformer[-_]engine|triton|kernels|"
+                         r"nvidia-cudnn-frontend|cudnn[-_]frontend|flashinfer|sageattention|deepspeed)\b(?![-/])", re.I)
+"""A package an install message names (diffusers saying xformers is missing: install xformers, not diffusers); not a
+part of a hub repository's name (`kernels-community/flash-attn` names flash-attn, not kernels)."""
+
+
+@functools.lru_cache(maxsize=64)
+def package_of(requires: tuple[str, ...]) -> str:
+    """The package a backend comes in, from what it requires past torch (flash-attn for flash-attn-2)."""
+    from ..environment import PACKAGE_LABELS, PIP_NAMES
+
+    own = [p for p in requires if p != "torch"]
+    return PIP_NAMES.get(own[0], PACKAGE_LABELS.get(own[0], own[0])).split("[")[0] if own else ""
+
+
+def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
+                packages: Mapping[str, str] | None = None) -> str:
+    """A fix for a library message no rule models, from what kind of problem it is."""
+    from .index import LABELS
+
+    library = LABELS.get(entry.library, entry.library)
+    if topics and topics[0] == "install-missing":
+        package = INSTALLABLE.search(text)
+        if package:
+            library = package.group(0)
+        else:  # "Flash Attention V2 is not installed": the package of the backend the message is about
+            library = next((packages[b] for b in backends if (packages or {}).get(b)), library)
+    named = VERSIONED.search(text) if "version-mismatch" in topics else None
+    if named:
+        package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
+        return f"install {package} at the version the message asks for ({named.group(0).strip()})"
+    for topic in topics:
+        for backend in backends:
+            if (topic, backend) in BACKEND_FIXES:
+                return BACKEND_FIXES[topic, backend]
+    for topic in topics:
+        if topic in FIX_BY_TOPIC:
+            return FIX_BY_TOPIC[topic].format(library=library)
+    if topics and topics[0] not in UNCHANGEABLE:
+        return f"change the {topics[0].replace('-', ' ')} to what {library} accepts (its check: {entry.note or 'see the message'})"
+    return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
+
+
+def _unquoted(text: str) -> str:
+    return text.replace("'", "").replace('"', "")
+
+
+def rule_fixes(rule: Any, pair: tuple[Any, Any] | None) -> tuple[str, ...]:
+    """The smallest fix the engine checked for the backend, else the rule's own fixes; an advisory's workaround."""
+    out: list[str] = []
+    if pair is not None:
+        finding, verdict = pair
+        if verdict.fix is not None and finding.blocking and finding.applies is True:
+            out.append(verdict.fix.describe())
+        same = {_unquoted(text) for text in out}  # the engine's checked fix names the value, the rule its literal
+        out.extend(f.describe() for f in finding.fixes if _unquoted(f.describe()) not in same)
+        if finding.fixed_in:
+            out.append("fixed in " + ", ".join(f"{k} {v}" for k, v in finding.fixed_in.items()))
+        if finding.workaround:
+            out.append(f"workaround: {finding.workaround}")
+    else:
+        out.extend(f.describe() for f in rule.fixes if fixed_value(f))
+        if rule.fixed_in:
+            out.append("fixed in " + ", ".join(f"{k} {v}" for k, v in rule.fixed_in.items()))
+        if rule.workaround:
+            out.append(f"workaround: {rule.workaround}")
+    return tuple(dict.fromkeys(out))
