@@ -48,15 +48,6 @@ DRIVER_MINIMUM: dict[int, str] = {11: "450.80.02", 12: "525", 13: "580"}
 Linux numbers; a Windows driver of a branch carries a higher one (527.41 for 12.x), so this can miss a too-old Windows
 driver but never refuses a good one. CUDA 11.0 itself shipped with 450.36.06 (DRIVER_EXCEPTIONS)."""
 DRIVER_EXCEPTIONS: dict[tuple[int, int], str] = {(11, 0): "450.36.06"}
-
-
-def driver_too_old(cuda: Any, driver: Any) -> str:
-    """The oldest driver that runs `cuda` when `driver` is older, else ''. A "driver" below 100 is the CUDA version the
-    driver runs, as nvidia-smi's banner prints it (12.2): then only a newer CUDA major release is too new for it."""
-    if driver.major < 100:
-        return f"a driver of CUDA {cuda.major}.x" if cuda.major > driver.major else ""
-    need = DRIVER_EXCEPTIONS.get((cuda.major, cuda.minor)) or DRIVER_MINIMUM.get(cuda.major)
-    return need if need and driver < parse_version(need) else ""
 DRIVER_REFERENCES = (
     "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (Table 1: CUDA 13.x >= 580, "
     "12.x >= 525, 11.x >= 450; 450.80.02 on Linux for the whole 11.x family)",
@@ -64,6 +55,16 @@ DRIVER_REFERENCES = (
     "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html (newer CUDA on older data-center "
     "drivers through the cuda-compat package: why this stays a note, not a refusal)",
 )
+
+
+def driver_too_old(cuda: Any, driver: Any) -> str:
+    """The oldest driver that runs `cuda` when `driver` is older, else ''. A "driver" below 100 is the CUDA version the
+    driver runs, as nvidia-smi's banner prints it (12.2): then only a newer CUDA major release is too new for it, and
+    what it needs is that release (13.0)."""
+    if driver.major < 100:
+        return f"{cuda.major}.0" if cuda.major > driver.major else ""
+    need = DRIVER_EXCEPTIONS.get((cuda.major, cuda.minor)) or DRIVER_MINIMUM.get(cuda.major)
+    return need if need and driver < parse_version(need) else ""
 
 
 def _beta_outside(horizon: Horizon, facts: dict[str, Any]) -> str:

@@ -115,9 +115,10 @@ def _load(path: str | Path) -> tuple[str, dict[str, Any], str]:
     if not os.path.lexists(path) and HUB_ID.fullmatch(str(path)):
         cached = hub_cached_config(str(path))
         if cached is None:
+            name = str(path).split("/")[1]
             raise UsageError(f"{path}: no such file or folder, and no download of this model id in the Hugging Face "
                              f"cache; fetch its config first: huggingface-cli download {path} config.json "
-                             f"--local-dir {str(path).split('/')[1]}, then --model {str(path).split('/')[1]}")
+                             f"--local-dir {name}, then --model {name}")
         path = cached
     p = Path(path)
     if stat.S_ISDIR(locate(path, describe(path, "file or folder", accepted), EITHER).st_mode):

@@ -314,18 +314,19 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     last_error = max(errors, default=0)
     against, where = (set(reading.framed), "'s frames") if reading.framed else (named, "")
     problems = any(h.entry.kind in ("error", "warning") for h in reading.hits)
+    evaluated = set(packages)
     for hit in _first_hits(reading.hits):
         entry = hit.entry
         if entry.kind == "fact" or entry.indexed and hit.line in curated:
             continue
-        if entry.kind == "log" and not entry.fix and (problems or entry_topics(entry, by_id) == ("other",)):
+        topics = entry_topics(entry, by_id)
+        if entry.kind == "log" and not entry.fix and (problems or topics == ("other",)):
             continue
         linked = links.get(entry.id, entry.rules)
         live = [r for r in linked if r in found]
         if linked and live and not entry.fix:
             continue  # a rule the facts leave open speaks for the message, with its own fix
-        ruled_out = [r for r in linked if r in by_id and set(by_id[r].backends) & set(packages)] if not live else []
-        topics = entry_topics(entry, by_id)
+        ruled_out = [r for r in linked if r in by_id and set(by_id[r].backends) & evaluated] if not live else []
         if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
             printed = text_topics(*(str(v) for h in reading.hits if h.entry.id == entry.id for v in h.groups.values()))
             topics = tuple(dict.fromkeys(t for t in (*topics, *printed) if t != "other")) or topics

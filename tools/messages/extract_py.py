@@ -207,6 +207,8 @@ def _print_parts(args: list) -> ast.AST:
     return node
 
 
+_EXCEPTION_CLASS = re.compile(r"(Error|Exception|Resources)$")
+"""A class whose name says it is an exception (triton's OutOfResources too): its __str__ and __init__ build a message."""
 _BARE_ASSERT = re.compile(r"assert [^#]{16,}$")
 """An assert without a message shows only its own source line in the traceback, so the line is the message; short
 ones (`assert x`) and lines that do not hold the whole condition would match other programs' tracebacks or nothing."""
@@ -269,7 +271,7 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
                     add("error", msg, n, stack, ctx)
         elif isinstance(n, ast.Return) and n.value is not None and stack and \
                 isinstance(stack[-1], ast.FunctionDef) and stack[-1].name == "__str__" and len(stack) >= 2 and \
-                isinstance(stack[-2], ast.ClassDef) and re.search(r"(Error|Exception|Resources)$", stack[-2].name):
+                isinstance(stack[-2], ast.ClassDef) and _EXCEPTION_CLASS.search(stack[-2].name):
             add("error", n.value, n, stack, ctx)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" and n.args:
             add("log", n.args[0], n, stack, ctx)
@@ -298,7 +300,7 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
                     add(_LOG_KIND[attr], first, n, stack, ctx)
             elif attr == "__init__" and base == "super" and call.args and len(stack) >= 2 and \
                     isinstance(stack[-1], ast.FunctionDef) and stack[-1].name == "__init__" and \
-                    isinstance(stack[-2], ast.ClassDef) and re.search(r"(Error|Exception|Resources)$", stack[-2].name):
+                    isinstance(stack[-2], ast.ClassDef) and _EXCEPTION_CLASS.search(stack[-2].name):
                 add("error", call.args[0], n, stack, ctx)
             elif attr == "append" and "reason" in base.lower() and call.args:
                 add("error", call.args[0], n, stack, ctx)
