@@ -172,7 +172,7 @@ try:
     time.sleep(60)
     sys.exit(3)
 except KeyboardInterrupt:
-    open(sys.argv[1], "w").write("interrupted")
+    open(sys.argv[1], "w").write(f"interrupted {time.monotonic()}")
     sys.exit(0)
 """
 
@@ -189,8 +189,11 @@ def test_trace_passes_ctrl_c_to_the_program_waits_for_it_and_exits_130(tmp_path)
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert mark.read_text() == "interrupted", "the program never saw Ctrl-C"
-    assert time.monotonic() - started < 50, "the program slept on: Ctrl-C did not reach it"
+    word, at = mark.read_text().split()
+    assert word == "interrupted", "the program never saw Ctrl-C"
+    # The program's own clock (CLOCK_MONOTONIC is one clock for every process): the report that follows its exit
+    # takes as long as the machine makes it, and is not what this measures.
+    assert float(at) - started < 50, "the program slept on: Ctrl-C did not reach it"
     assert proc.returncode == 130, (proc.returncode, err)
     assert "(exit 0)" in err  # the report of what ran still comes, with the program's own exit status
     quiet(err)
