@@ -50,6 +50,24 @@ def test_a_message_a_wrap_split_is_found_on_the_line_of_its_literal():
     assert not [h for h in read_text(text.replace("and\nabove", "and above"), entries).hits if h.wrapped]
 
 
+def test_a_wrap_that_indents_its_second_line_still_finds_the_message():
+    """A web page's wrap of "undefined symbol" leaves "undefined" and " symbol:" on two lines."""
+    entries = load_catalogue() + load_index()
+    text = ("flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n"
+            " symbol: _ZN3c104impl3cow11cow_deleterEPv")
+    whole = {h.entry.id for h in read_text(text.replace("undefined\n ", "undefined "), entries).hits}
+    assert whole
+    assert {h.entry.id for h in read_text(text, entries).hits} >= whole
+
+
+def test_typographic_quotes_are_read_as_the_quotes_the_library_printed():
+    entries = load_catalogue() + load_index()
+    text = "Can't import SageAttention: No module named \u2018sageattention\u2019"
+    straight = {h.entry.id for h in read_text(text.replace("\u2018", "'").replace("\u2019", "'"), entries).hits}
+    assert straight
+    assert {h.entry.id for h in read_text(text, entries).hits} == straight
+
+
 def test_required_literals():
     assert required_literals(r"No available kernel\.\s+Aborting") == (("No available kernel.", False),)
     assert required_literals(r"(?i)\bgrad_[qkv]|d[QKV]\b") == tuple(sorted(

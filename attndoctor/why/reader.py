@@ -125,11 +125,15 @@ def read_source(text: str | None, log: str | None, stdin: Any) -> str:
     return check_text(text, "the text")
 
 
+_TYPOGRAPHIC = str.maketrans("\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f", "\'\'\'\'\"\"\"\"")
+"""Quotes a web page or an editor made curly: libraries print straight ones."""
+
+
 def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     """Find every catalogue message in the text and collect the facts they give (higher priority, then first, wins)."""
     if not text.strip():
         raise UsageError("the text is empty; give the error message, a log (--log FILE) or pipe one in")
-    lines = tuple(line[:MAX_LINE] for line in text.splitlines())
+    lines = tuple(line[:MAX_LINE].translate(_TYPOGRAPHIC) for line in text.splitlines())
     hits = _find_hits(lines, tuple(catalogue))
     found = _Collected()
     for hit in hits:
@@ -294,12 +298,13 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
     from bisect import bisect_right
 
     texts = {}
-    for fold in (False, True):
-        seen = [line.rstrip().lower() for line in lines] if fold else [line.rstrip() for line in lines]
+    # a literal a wrap split is still found, also where the wrap indented its second line
+    for fold, strip in ((False, str.rstrip), (True, str.rstrip), (False, str.strip), (True, str.strip)):
+        seen = [strip(line).lower() for line in lines] if fold else [strip(line) for line in lines]
         starts = [0]
         for line in seen:
             starts.append(starts[-1] + len(line) + 1)
-        texts[fold] = ("\n".join(seen).replace("\n", " "), starts)  # a literal a wrap split is still found
+        texts.setdefault(fold, []).append((" ".join(seen), starts))
     every = [i for i, line in enumerate(lines) if line.strip()]
     wanted: dict[int, set[int]] = {}
     for index, entry in enumerate(entries):
@@ -308,12 +313,12 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
                 wanted.setdefault(i, set()).add(index)
             continue
         for literal, fold in entry.literals:
-            joined, starts = texts[fold]
-            at = joined.find(literal)
-            while at >= 0:
-                i = bisect_right(starts, at) - 1
-                wanted.setdefault(i, set()).add(index)
-                at = joined.find(literal, starts[i + 1])
+            for joined, starts in texts[fold]:
+                at = joined.find(literal)
+                while at >= 0:
+                    i = bisect_right(starts, at) - 1
+                    wanted.setdefault(i, set()).add(index)
+                    at = joined.find(literal, starts[i + 1])
     return [(i + 1, entries[k]) for i in sorted(wanted) for k in sorted(wanted[i])]
 
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from packaging.version import InvalidVersion, Version
 
-from . import extract_cpp, extract_py, native
+from . import compiled, extract_cpp, extract_py, native
 from .model import FACT_FIELDS, entry_id, pattern_of, skip_reason, template_of
 from .sources import CACHE, MIRROR, SOURCES, backends_for
 
@@ -137,6 +137,14 @@ def _text_ok(src: dict, path: str, template: str) -> bool:
     return True
 
 
+def _vendored_copy(src: dict, path: str, raw, idx: "Index") -> bool:
+    """A library's copy of another's code (SGLang's flash-attn 4) adds only the messages it changed."""
+    for rx, original in src.get("vendored", {}).items():
+        if re.search(rx, path):
+            return entry_id(original, template_of(raw.parts)) in idx.entries
+    return False
+
+
 class Index:
     def __init__(self):
         self.entries: dict = {}
@@ -150,7 +158,7 @@ class Index:
         reason = skip_reason(raw.parts)
         if reason:
             self.skipped[library][reason] += 1
-            return
+            return None
         template = template_of(raw.parts)
         eid = entry_id(library, template)
         source = {"repo": repo, "path": path, "ref": ref, "line": raw.line}
@@ -167,6 +175,7 @@ class Index:
             self.entries[eid] = e
         e["_sources"].append((release, source, raw))
         e["releases"].add(release)
+        return e
 
     def finish(self) -> dict:
         """One entry per template: every release, the first and the last source, the latest wording of the check."""
@@ -225,8 +234,12 @@ def run(out_dir: str) -> int:
                 if not _text_ok(src, path, template_of(raw.parts)):
                     idx.skipped[library]["not about attention (shared file)"] += 1
                     continue
+                if _vendored_copy(src, path, raw, idx):
+                    idx.skipped[library]["a vendored copy's message the original library prints too"] += 1
+                    continue
                 idx.add(library, src["repo"], ref, release, path, raw, src.get("not_facts", frozenset()))
         print(f"{src['name']}: {n} files", file=sys.stderr)
+    _compiled_wordings(idx)
     for library, repo, ref, release, path, raw in native.read_all(CACHE):
         idx.note_read(library, repo, ref, path)
         idx.add(library, repo, ref, release, path, raw)
@@ -255,6 +268,27 @@ def run(out_dir: str) -> int:
         json.dump(summary, fh, indent=1, sort_keys=False)
         fh.write("\n")
     return 0
+
+
+COMPILED_PATH = "torch/lib/libtorch_{cpu,cuda}"
+
+
+def _compiled_wordings(idx: Index) -> None:
+    """Other releases of PyTorch's C++ messages, from their wheels' libraries (tools/messages/compiled.py)."""
+    sources = [e for e in idx.entries.values() if e["library"] == "pytorch"
+               and any(s[1]["ref"].startswith("debsrc:") for s in e["_sources"])]
+    for e in sources:
+        e["_parts"] = e["_sources"][-1][2].parts
+    n = 0
+    for e, release, ref, parts in compiled.variants(sources, CACHE):
+        added = idx.add("pytorch", "pytorch/pytorch", ref, release, COMPILED_PATH,
+                        compiled.raw_of(e, parts or e["_parts"]))
+        if added is not None and parts is not None:
+            n += added is not e and len(added["_sources"]) == 1
+            added["backend"] = e["backend"]
+    for e in sources:
+        del e["_parts"]
+    print(f"compiled wordings: {n} other wordings", file=sys.stderr)
 
 
 def _ref_version(ref: str) -> str:

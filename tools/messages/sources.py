@@ -31,6 +31,11 @@ _TRAIN_TEXT = re.compile(r"(attention|attn|\bflash(?![ _-]?(optim|ckpt|checkpoin
                          r"packing|padding.?free|capability|bfloat16)", re.I)
 """What of a training framework's checks is about attention: the implementation chosen, packing (which needs a
 varlen kernel), head sizes, windows, and the GPU features (capability, bf16) the kernels depend on."""
+_SGLANG_FA4 = re.compile(r"^sglang/(jit_kernel/flash_att(n|ention)|kernels/ops/attention/flash_attn)/cute/[^/]+\.py$")
+"""SGLang's own copy of flash-attn 4 (cute/), which SGLang's FA4 backend runs instead of the flash-attn-4 package."""
+_TRITON_RESOURCES = re.compile(r"out of resource|shared memory|hardware limit|num_warps|num_stages", re.I)
+"""What of triton 1.x/2.0's one-file compiler (code_gen.py, compiler.py) reaches attention users: a kernel's tiles
+that do not fit the GPU, not the language's own compile errors."""
 _SERVING_CONFIG_TEXT = re.compile(r"(attention|\battn\b|flash.?attn|flex|sdpa|\bFA ?[234]\b|flashmla|head.?(dim|size)|"
                                   r"kv.?cache.?(dtype|layout|scal)|kv-cache-dtype|store kv cache|"
                                   r"(fp8|fp4|nvfp4|int8|E2M1\)) KV cache|sliding.?window|softcap|\bMLA\b|cascade|"
@@ -213,9 +218,10 @@ SOURCES = [
     },
     {
         "name": "sglang-wheels", "repo": "sgl-project/sglang", "wheels": "sglang-*", "library": lambda p, ref="": "sglang",
-        "include": [r"^sglang/srt/layers/attention/[^/]+\.py$", r"^sglang/srt/server_args\.py$",
+        "include": [r"^sglang/srt/layers/attention/[^/]+\.py$", r"^sglang/srt/server_args\.py$", _SGLANG_FA4.pattern,
                     r"^sglang/srt/layers/attention/(?!(fla|linear|mamba)/).+/[^/]+\.py$",
                     r"^sglang/srt/model_executor/model_runner\.py$"],
+        "vendored": {_SGLANG_FA4.pattern: "flash-attn-4"},
         "text": {r"^sglang/srt/server_args\.py$": _ATTN_TEXT,
                  r"^sglang/srt/model_executor/model_runner\.py$": _SERVING_CONFIG_TEXT},
     },
@@ -235,7 +241,9 @@ SOURCES = [
     },
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
-        "include": [r"^triton/runtime/[^/]+\.py$", r"^triton/compiler/compiler\.py$"],
+        "include": [r"^triton/runtime/[^/]+\.py$", r"^triton/compiler/compiler\.py$", r"^triton/compiler\.py$",
+                    r"^triton/code_gen\.py$"],
+        "text": {r"^triton/(compiler|code_gen)\.py$": _TRITON_RESOURCES},
     },
 ]
 
@@ -271,9 +279,10 @@ TEXT_BACKENDS = [
     # axolotl's `sdp_attention: true` selects torch's scaled_dot_product_attention
     (re.compile(r"\bsdp_attention\b"), "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"axolotl"}),
     # these frameworks' flash option and the flash-attn package they import are FlashAttention-2 unless a version is
-    # named; a gloss in parentheses ("Xformers (Flash Attention)") describes another library
+    # named (transformers' "Flash Attention version of Qwen2_5_VL" is its flash_attention_2 path); a gloss in
+    # parentheses ("Xformers (Flash Attention)") describes another library
     (re.compile(r"(?<!\()\bflash[_ -]?(attention|attn)(?![_ -]?(v|version|ver)?[ :=]*[34{])", re.I), "flash-attn-2",
-     {"ms-swift", "unsloth", "axolotl"}),
+     {"ms-swift", "unsloth", "axolotl", "transformers"}),
     (re.compile(r"flash-attn package|flash_attn_with_kvcache|flash[_ ]attn ver[si]*on v2\.", re.I), "flash-attn-2",
      {"megatron"}),
     # Megatron's --attention-backend picks TransformerEngine's backends through NVTE_FLASH_ATTN / NVTE_FUSED_ATTN /
@@ -309,6 +318,8 @@ def default_backends(library: str, path: str) -> list:
         return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
     if library in ("vllm", "sglang") and re.search(r"flex_attention", path):
         return ["flex-attention"]
+    if library == "sglang" and _SGLANG_FA4.search(path):
+        return ["flash-attn-4"]
     if library == "flashinfer" and path.startswith("flashinfer/cudnn/"):
         # FlashInfer's cuDNN prefill and decode build cudnn-frontend SDPA graphs (`import cudnn`, `graph.sdpa`)
         return ["cudnn-fe"]
