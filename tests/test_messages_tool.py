@@ -8,7 +8,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.messages.model import LIT, pattern_of  # noqa: E402
+from tools.messages.compiled import variants  # noqa: E402
+from tools.messages.model import LIT, PH, pattern_of  # noqa: E402
 
 
 def test_quotes_around_a_placeholder_are_optional():
@@ -173,3 +174,54 @@ def test_flashinfer_allocator_overflow_is_one_template():
     assert list(found) == ["Buffer overflow when allocating memory for {name} with size {size} and alignment "
                            "{alignment}, but only {remaining_space} bytes available in AlignedAllocator. Increase the "
                            "workspace buffer size."]
+
+
+def _release(tmp_path, version, strings):
+    import gzip
+
+    (tmp_path / "strings").mkdir(exist_ok=True)
+    with gzip.open(tmp_path / "strings" / f"torch-{version}.txt.gz", "wt", encoding="ascii") as fh:
+        fh.write("".join(s + "\n" for s in strings))
+
+
+def _entry(*parts):
+    return {"_parts": list(parts), "kind": "error", "condition": "c", "backend": ["sdpa-flash"]}
+
+
+def test_a_release_that_words_a_check_otherwise_gives_its_own_message(tmp_path):
+    arch = _entry((LIT, "Flash attention only supports gpu architectures in the range [sm80, sm90]. Attempting to "
+                        "run on a sm "), (PH, "major", ""), (LIT, "."), (PH, "minor", ""), (LIT, " gpu."))
+    mask = _entry((LIT, "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                        "attn_mask.dtype: "), (PH, "mask_dtype", ""), (LIT, " and  query.dtype: "),
+                  (PH, "query_dtype", ""), (LIT, " instead."))
+    _release(tmp_path, "2.1.2", [
+        "Flash attention only supports gpu architectures in the range [sm75, sm90]. Attempting to run on a sm ",
+        "Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: ",
+        " and  query.dtype: "])
+    got = {id(e): parts for e, version, ref, parts in variants([arch, mask], str(tmp_path))}
+    assert got[id(arch)][0] == (LIT, "Flash attention only supports gpu architectures in the range [sm75, sm90]. "
+                                     "Attempting to run on a sm ")
+    assert got[id(arch)][1:] == arch["_parts"][1:]  # the short literals (" gpu.") are not looked for
+    pattern, _ = pattern_of(got[id(mask)])
+    assert re.search(pattern, "Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: "
+                              "float and  query.dtype: c10::BFloat16 instead.")
+
+
+def test_a_look_alike_or_a_split_literal_is_not_taken_for_a_rewording(tmp_path):
+    batch = _entry((LIT, "batch size must be positive"))
+    warn = _entry((LIT, "Flash Attention defaults to a non-deterministic algorithm. To explicitly enable determinism "
+                        "call torch.use_deterministic_algorithms(True, warn_only=False)."))
+    seqused = _entry((LIT, "seqused_k must be contiguous and on the same device"))
+    _release(tmp_path, "2.3.1", ["Blocksize must be positive", "saved_v must be contiguous and on the same device",
+                                 "To explicitly enable determinism call torch.use_deterministic_algorithms(True, "
+                                 "warn_only=False).", "Flash Attention defaults to a non-deterministic algorithm. "])
+    got = [(e is warn, parts) for e, _, _, parts in variants([batch, warn, seqused], str(tmp_path))]
+    # the release printed the warning's two sentences as two literals: its shorter form is the message's start
+    assert got == [(True, [(LIT, "Flash Attention defaults to a non-deterministic algorithm. ")])]
+
+
+def test_a_message_whose_literals_a_release_holds_is_emitted_by_that_release(tmp_path):
+    same = _entry((LIT, "Flash attention requires q,k,v to have the same last dimension. Got Query.size(-1): "),
+                  (PH, "q", "d"))
+    _release(tmp_path, "2.7.1", ["Flash attention requires q,k,v to have the same last dimension. Got Query.size(-1): "])
+    assert [(v, parts) for _, v, _, parts in variants([same], str(tmp_path))] == [("2.7.1", None)]
