@@ -313,6 +313,11 @@ def other_vendor(text: str) -> bool:
     return bool(_OTHER_VENDOR.search(str(text or ""))) and lookup_gpu(text) is None
 
 
+_REMARK = re.compile(r"\([^()]*\)")
+"""A remark beside the name: "T4 (AWS g4dn.xlarge)", "(cloud) L4"."""
+_SEVERAL = re.compile(r"\s+(?:/|and|or|vs\.?|&)\s+|\s*[,;+]\s*", re.I)
+
+
 def resolve_gpu(text: str) -> tuple[str, int]:
     """(name, sm) for a `--gpu` value: a catalogue name or alias, or a compute capability (`sm90` → ("sm90", 90)).
 
@@ -320,9 +325,14 @@ def resolve_gpu(text: str) -> tuple[str, int]:
     """
     raw = str(text or "").strip()
     if raw:
-        spec = lookup_gpu(raw)
+        spec = lookup_gpu(raw) or lookup_gpu(_REMARK.sub(" ", raw).strip())
         if spec is not None:
             return spec.name, spec.sm
+        several = [lookup_gpu(part) for part in _SEVERAL.split(raw)]
+        if len(several) > 1 and all(several):
+            names = ", ".join(dict.fromkeys(s.name for s in several if s))
+            raise UsageError(f"GPU {raw[:60]!r} names several GPUs ({names}); give one (--gpu takes one GPU; "
+                             "explain a fleet with --config-file or `attndoctor fleet`)")
         sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
             return f"sm{sm}", sm

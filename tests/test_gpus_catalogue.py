@@ -122,6 +122,19 @@ def test_unknown_names_get_the_nearest_known_ones() -> None:
         resolve_gpu("RTX 4090 Ti")
 
 
+@pytest.mark.parametrize("text, name", [("T4 (AWS g4dn.xlarge)", "T4"), ("A10G (g5.2xlarge)", "A10G"),
+                                        ("RTX 4090 (24GB)", "RTX 4090"), ("(cloud) L4", "L4")])
+def test_a_remark_in_parentheses_beside_a_known_name_is_read_past(text: str, name: str) -> None:
+    assert resolve_gpu(text)[0] == name
+
+
+def test_two_gpus_in_one_value_are_refused_by_name() -> None:
+    with pytest.raises(Exception, match=r"names several GPUs \(RTX 3090, RTX 5090\); give one"):
+        resolve_gpu("RTX 3090 / RTX 5090")
+    with pytest.raises(Exception, match=r"unknown GPU 'Jetson \(JetPack 6\)'"):
+        resolve_gpu("Jetson (JetPack 6)")  # a family, not a model: the remark does not make it one
+
+
 def test_cli_refuses_an_unknown_gpu_with_exit_2_and_one_line() -> None:
     run = subprocess.run([sys.executable, "-m", "attndoctor", "explain", "--hdim", "128", "--gpu", "RTX 4090 Ti"],
                          capture_output=True, text=True, timeout=120)
