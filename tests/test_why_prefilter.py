@@ -68,6 +68,20 @@ def test_typographic_quotes_are_read_as_the_quotes_the_library_printed():
     assert {h.entry.id for h in read_text(text, entries).hits} == straight
 
 
+def test_a_paste_that_starts_inside_a_message_still_finds_it():
+    """People paste "FA version 3 is not supported due to ..." without the "Cannot use" vLLM's message starts with."""
+    entries = load_index()
+    vllm = "FA version 3 is not supported due to Cuda compute capability 8.6"
+    assert "VLLM" in {h.entry.library.upper() for h in read_text(f"WARNING {vllm}", entries).hits}
+    flashinfer = ("Error: Invalid configuration : NUM_MMA_Q=2 NUM_MMA_D_QK=2 NUM_MMA_D_VO=2 NUM_MMA_KV=4 NUM_WARPS_Q=4 "
+                  "NUM_WARPS_KV=1 please create an issue (https://github.com/flashinfer-ai/flashinfer/issues) and "
+                  "report the issue to the developers.")
+    assert "flashinfer" in {h.entry.library for h in read_text(flashinfer, entries).hits}
+    # a cut that leaves too few of the message's own words is not looked for: "version 3 is not supported due to"
+    # is any library's sentence
+    assert "vllm" not in {h.entry.library for h in read_text("version 3 is not supported due to sm86", entries).hits}
+
+
 def test_required_literals():
     assert required_literals(r"No available kernel\.\s+Aborting") == (("No available kernel.", False),)
     assert required_literals(r"(?i)\bgrad_[qkv]|d[QKV]\b") == tuple(sorted(

@@ -46,20 +46,24 @@ class LazyPattern:
     """A regular expression compiled at its first use (most index messages never meet a candidate line); where the
     whole message is not there, its first sentence (`head`) is looked for: a paste often ends there."""
 
-    __slots__ = ("pattern", "head", "_compiled")
+    __slots__ = ("pattern", "head", "tail", "_compiled")
 
-    def __init__(self, pattern: str, head: str | None = None) -> None:
+    def __init__(self, pattern: str, head: str | None = None, tail: str | None = None) -> None:
         self.pattern = pattern
         self.head = head
+        self.tail = tail
         self._compiled: tuple[re.Pattern[str], ...] | None = None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         if self._compiled is None:
-            self._compiled = (re.compile(self.pattern),) + _compiled_or_none(self.head)
+            self._compiled = (re.compile(self.pattern),) + _compiled_or_none(self.head) + _compiled_or_none(self.tail)
         if len(self._compiled) == 1:
             return self._compiled[0].finditer(text)
-        found = list(self._compiled[0].finditer(text))
-        return iter(found) if found else self._compiled[1].finditer(text)
+        for form in self._compiled:
+            found = list(form.finditer(text))
+            if found:
+                return iter(found)
+        return iter(())
 
 
 HEAD_MIN = 32
@@ -72,6 +76,27 @@ def head_of(template: str, pattern: str) -> tuple[str, str] | None:
     if cut_t < 0 or cut_p < 0 or len(literal_of(template[:cut_t])) < HEAD_MIN:
         return None
     return template[:cut_t], pattern[:cut_p] + "\\.?"
+
+
+TAIL_WORDS = 3
+"""At most this many of a message's first words a paste may have left out ("Cannot use ", "FlashInfer Internal ")."""
+_OPENING = re.compile(r"(?:\\.|[^\\()\[\].*+?{}|^$])*")
+"""The literal a pattern opens with: escaped characters and plain ones, up to its first group or operator."""
+
+
+def tail_of(template: str, pattern: str) -> str | None:
+    """The pattern without the first words of its opening literal (at most TAIL_WORDS, keeping two): a paste that
+    starts inside the message. None where what is left says too little on its own."""
+    opening = _OPENING.match(pattern).group(0)
+    spaces = [i for i, c in enumerate(opening) if c == " " and (i == 0 or opening[i - 1] != "\\")]
+    drop = min(TAIL_WORDS, len(opening.split()) - 2, len(spaces))
+    if drop < 1:
+        return None
+    cut = spaces[drop - 1] + 1
+    kept = PLACEHOLDER.sub("", template.replace("{{", "\0").replace("}}", "\1"))
+    if len(kept) - len(re.sub(r"\\(.)", r"\1", opening[:cut])) < HEAD_MIN:
+        return None
+    return pattern[cut:]
 
 
 def _compiled_or_none(pattern: str | None) -> tuple[re.Pattern[str], ...]:
@@ -116,7 +141,7 @@ def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
     facts = {group: field for group, field in (record.get("facts") or {}).items() if field in TARGETS}
     return CatalogueEntry(
         id=str(record["id"]).upper(), library=str(record["library"]), kind=KIND_OF.get(record.get("kind", ""), "error"),
-        pattern=LazyPattern(pattern, head[1] if head else None), source=sources,
+        pattern=LazyPattern(pattern, head[1] if head else None, tail_of(template, pattern)), source=sources,
         backends=tuple(record.get("backend") or ()) or LIBRARY_BACKENDS.get(str(record["library"]), ()),
         rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
         priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),
