@@ -41,6 +41,16 @@ def test_an_undefined_symbol_offers_the_pin_and_keeping_flash_attn_out() -> None
     assert 'attn_implementation="sdpa"' in text
 
 
+def test_an_undefined_symbol_in_transformer_engine_says_to_rebuild_transformer_engine() -> None:
+    """NVIDIA/TransformerEngine#1283: TE's torch extension built against another torch."""
+    got = answer("ImportError: /usr/local/lib/python3.10/dist-packages/transformer_engine/transformer_engine_torch"
+                 ".cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN5torch7LibraryC1ENS0_4KindESsSt8optionalIN3c"
+                 "1011DispatchKeyEEPKcj")
+    assert set(got.cause.backends) == {"te-flash", "te-fused", "te-unfused"}
+    text = " ".join(got.cause.fixes)
+    assert "transformer_engine[pytorch]" in text and "pip install flash-attn" not in text
+
+
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
     assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang", "sageattention", "llamafactory"}
