@@ -24,7 +24,7 @@ UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
 """Kinds of problem that are not a setting one changes to what a check accepts."""
 
 
-ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s))((?:please\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
+ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s))((?:please\s+|you can\s+|you may\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
                     r"pass|specify|enable|disable|switch to|downgrade|update|call)\b[^.!]{8,200}[.!]?|"
                     r"this warning can be removed (?:by|using)[^.!]{8,200}[.!]?)", re.I)
 """A sentence of a message that tells the user what to do ("Please set your attention to `eager` ...")."""

@@ -31,6 +31,9 @@ _TRAIN_TEXT = re.compile(r"(attention|attn|\bflash(?![ _-]?(optim|ckpt|checkpoin
                          r"packing|padding.?free|capability|bfloat16)", re.I)
 """What of a training framework's checks is about attention: the implementation chosen, packing (which needs a
 varlen kernel), head sizes, windows, and the GPU features (capability, bf16) the kernels depend on."""
+_GPU_DTYPE_TEXT = re.compile(r"bfloat16|compute capability", re.I)
+"""A serving engine's check that the GPU takes the model's dtype (bf16 needs sm80): the attention kernels' dtype."""
+_VLLM_PLATFORM_TEXT = re.compile(_ATTN_TEXT.pattern + "|" + _GPU_DTYPE_TEXT.pattern, re.I)
 _SGLANG_FA4 = re.compile(r"^sglang/(jit_kernel/flash_att(n|ention)|kernels/ops/attention/flash_attn)/cute/[^/]+\.py$")
 """SGLang's own copy of flash-attn 4 (cute/), which SGLang's FA4 backend runs instead of the flash-attn-4 package."""
 _TRITON_RESOURCES = re.compile(r"out of resource|shared memory|hardware limit|num_warps|num_stages", re.I)
@@ -103,7 +106,9 @@ SOURCES = [
         "name": "xformers", "repo": "facebookresearch/xformers", "git": "facebookresearch+xformers",
         "refs": XFORMERS_TAGS, "library": lambda p, ref="": "xformers",
         # the C++ of its memory-efficient kernels: what a bare TORCH_CHECK there prints is pasted as is
-        "include": [r"^xformers/ops/fmha/[^/]+\.py$", r"^xformers/csrc/attention/(?!.*/(autogen|instances)/).+\.(cu|cuh|h|cpp)$"],
+        # _cpp_lib.py: the extension built for another torch, CUDA or Python ("xFormers was built for: ...")
+        "include": [r"^xformers/ops/fmha/[^/]+\.py$", r"^xformers/csrc/attention/(?!.*/(autogen|instances)/).+\.(cu|cuh|h|cpp)$",
+                    r"^xformers/_cpp_lib\.py$"],
     },
     {
         "name": "llamafactory", "repo": "hiyouga/LLaMA-Factory", "git": "hiyouga+LLaMA-Factory",
@@ -212,8 +217,10 @@ SOURCES = [
                     r"^vllm/attention/utils/fa_utils\.py$", r"^vllm/vllm_flash_attn/[^/]+\.py$",
                     r"^vllm/attention/ops/[^/]+\.py$", r"^vllm/v1/attention/ops/[^/]+\.py$",
                     r"^vllm/model_executor/layers/attention/[^/]+\.py$",
-                    r"^vllm/config(/[^/]+)?\.py$", r"^vllm/engine/arg_utils\.py$"],
-        "text": {r"^vllm/platforms/(cuda|interface)\.py$": _ATTN_TEXT,
+                    r"^vllm/config(/[^/]+)?\.py$", r"^vllm/engine/arg_utils\.py$",
+                    r"^vllm/(v1/)?worker/(gpu_)?worker\.py$"],
+        "text": {r"^vllm/platforms/(cuda|interface)\.py$": _VLLM_PLATFORM_TEXT,
+                 r"^vllm/(v1/)?worker/(gpu_)?worker\.py$": _GPU_DTYPE_TEXT,
                  r"^vllm/(config(/[^/]+)?|engine/arg_utils)\.py$": _SERVING_CONFIG_TEXT},
     },
     {
