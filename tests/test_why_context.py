@@ -49,6 +49,14 @@ def test_an_extension_built_for_another_torch_is_both_kinds_of_problem(cli):
     assert set(cause["backends"]) == {"sdpa-efficient", "flash-attn-2"}
 
 
+def test_the_torch_installed_is_the_one_after_you_have(cli):
+    text = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 2.6.0+cu124 with CUDA 1204 (you have 2.8.0.dev20250331+cu128)\n"
+            "    Python  3.10.16 (you have 3.10.12)")
+    torch = why(cli, text)["understood"]["facts"]["torch"]
+    assert torch["value"] == "2.8.0.dev20250331" and torch["line"] == 2
+
+
 def test_a_placeholder_value_names_the_attention_implementation(cli):
     doc = why(cli, "Sliding Window Attention is enabled but not implemented for sdpa; unexpected results may be "
                    "encountered.")
