@@ -87,3 +87,12 @@ def test_a_pip_conflict_names_both_packages_backends(cli):
 def test_a_bare_illegal_memory_access_is_ambiguous_between_backends_bugs(cli):
     doc = why(cli, "RuntimeError: CUDA error: an illegal memory access was encountered.")
     assert doc["verdict"] == "ambiguous"
+
+
+UNSLOTH_1856 = "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n    PyTorch 2.6.0+cu124 with CUDA 1204 (you have 2.8.0.dev20250331+cu128)\n    Python  3.10.16 (you have 3.10.12)\n  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n  Set XFORMERS_MORE_DETAILS=1 for more details\n🦥 Unsloth Zoo will now patch everything to make training faster!\nINFO 04-01 10:35:40 [__init__.py:239] Automatically detected platform cuda.\n==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.50.3. vLLM: 0.8.3.dev162+g8af5a5c4.d20250401.cu128.\n   \\\\   /|    NVIDIA GeForce RTX 5090. Num GPUs = 1. Max memory: 31.367 GB. Platform: Linux.\nO^O/ \\_/ \\    Torch: 2.8.0.dev20250331+cu128. CUDA: 12.0. CUDA Toolkit: 12.8. Triton: 3.3.0\n\\        /    Bfloat16 = TRUE. FA [Xformers = None. FA2 = False]"
+"""unslothai/unsloth#1856: xformers built for another torch, pasted with unsloth's start-up banner."""
+
+
+def test_a_library_message_that_names_its_cause_beats_a_rule_whose_symptom_only_resembles_the_text(cli):
+    cause = why(cli, UNSLOTH_1856)["cause"]
+    assert cause["id"] == "XFORMERS-CANNOT-LOAD-EXTENSIONS"

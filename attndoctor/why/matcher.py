@@ -29,6 +29,9 @@ INDEXED_CAUSE = 3.0
 LOG_CAUSE = -0.5
 """Added to a log line that stands as a cause: only where no error or warning was recognised, and only a log about
 a kind of problem ("Unable to import the official flash attention ...")."""
+RESEMBLES = 0.01
+"""How far below the text's own message a rule goes that only its symptom's words point at."""
+RESEMBLES_ONLY = "only its symptom's words point at it, and the text holds a library's own message that names a cause"
 RULED_OUT_CAUSES = -1.0
 """Added to a message whose every modelled cause the facts rule out: it was printed, so it stays a cause, but its
 rules' fixes are not offered and another explanation may rank above it."""
@@ -212,8 +215,20 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
     out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages))
     out.extend(_install_candidates(install_findings, reading, windows))
+    out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")})
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
+
+
+def _own_message_first(out: list[Candidate], printed: set[str]) -> list[Candidate]:
+    """A library's own message that names its cause beats a rule whose symptom only resembles the text: such a rule
+    ranks just below the best message the text holds."""
+    best = max((c.score for c in out if c.kind == "message" and c.id in printed), default=None)
+    if best is None:
+        return out
+    return [c._replace(score=round(best - RESEMBLES, 2), reasons=(*c.reasons, RESEMBLES_ONLY))
+            if c.kind in ("rule", "advisory") and not c.lines and c.score >= best
+            and not any(r.startswith("line ") for r in c.reasons) else c for c in out]
 
 
 def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
