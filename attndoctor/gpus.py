@@ -325,7 +325,13 @@ def resolve_gpu(text: str) -> tuple[str, int]:
     """
     raw = str(text or "").strip()
     if raw:
-        spec = lookup_gpu(raw) or lookup_gpu(_REMARK.sub(" ", raw).strip())
+        spec = lookup_gpu(raw)
+        if spec is not None:
+            return spec.name, spec.sm
+        spec = lookup_gpu(_REMARK.sub(" ", raw).strip())
+        remark = [sm for sm in (parse_sm(r) or _sm_beside_arch(r) for r in _REMARK.findall(raw)) if sm is not None]
+        if spec is not None and remark and remark[0] != spec.sm:
+            raise UsageError(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
         if spec is not None:
             return spec.name, spec.sm
         several = [lookup_gpu(part) for part in _SEVERAL.split(raw)]

@@ -296,8 +296,10 @@ def test_names_with_a_count_another_word_order_or_without_quadro(text: str, name
 
 
 @pytest.mark.parametrize("text, expected", [("Blackwell SM120", ("sm120", 120)), ("NVIDIA sm_86 GPU", ("sm86", 86)),
-                                            ("SM107 (Rubin)", ("sm107", 107)), ("RTX 4090 (sm_89)", ("sm89", 89))])
+                                            ("SM107 (Rubin)", ("sm107", 107)),
+                                            ("RTX 4090 (sm_89)", ("RTX 4090", 89))])
 def test_an_architecture_written_beside_its_compute_capability(text: str, expected: tuple[str, int]) -> None:
+    """A name with its architecture in parentheses is the named GPU, where the two agree."""
     assert resolve_gpu(text) == expected
 
 
@@ -330,3 +332,8 @@ def test_why_reads_the_text_without_a_gpu_of_another_vendor() -> None:
     with pytest.raises(UsageError, match="nearest known"):
         explain_text("RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
                      base_env=environment_from_flags({}), env_flags={"gpu": "rtx 3800ti"})
+
+
+def test_a_name_and_an_architecture_that_disagree_are_refused() -> None:
+    with pytest.raises(UsageError, match=r"names RTX 4090 \(sm89\) and sm90; give one"):
+        resolve_gpu("RTX 4090 (sm_90)")

@@ -31,7 +31,8 @@ LOG_CAUSE = -0.5
 a kind of problem ("Unable to import the official flash attention ...")."""
 RESEMBLES = 0.01
 """How far below the text's own message a rule goes that only its symptom's words point at."""
-RESEMBLES_ONLY = "only its symptom's words point at it, and the text holds a library's own message that names a cause"
+RESEMBLES_ONLY = ("only its symptom's words point at it, and the text holds a library's own message about another "
+                  "backend that names a cause")
 RULED_OUT_CAUSES = -1.0
 """Added to a message whose every modelled cause the facts rule out: it was printed, so it stays a cause, but its
 rules' fixes are not offered and another explanation may rank above it."""
@@ -221,13 +222,14 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
 
 
 def _own_message_first(out: list[Candidate], printed: set[str]) -> list[Candidate]:
-    """A library's own message that names its cause beats a rule whose symptom only resembles the text: such a rule
-    ranks just below the best message the text holds."""
-    best = max((c.score for c in out if c.kind == "message" and c.id in printed), default=None)
-    if best is None:
+    """A library's own message that names its cause beats a rule about another backend whose symptom only resembles
+    the text: such a rule ranks just below the best message the text holds."""
+    best = max((c for c in out if c.kind == "message" and c.id in printed), key=lambda c: c.score, default=None)
+    if best is None or not best.backends:
         return out
-    return [c._replace(score=round(best - RESEMBLES, 2), reasons=(*c.reasons, RESEMBLES_ONLY))
-            if c.kind in ("rule", "advisory") and not c.lines and c.score >= best
+    return [c._replace(score=round(best.score - RESEMBLES, 2), reasons=(*c.reasons, RESEMBLES_ONLY))
+            if c.kind in ("rule", "advisory") and not c.lines and c.score >= best.score
+            and not set(c.backends) & set(best.backends)
             and not any(r.startswith("line ") for r in c.reasons) else c for c in out]
 
 
