@@ -9,6 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.messages.compiled import variants  # noqa: E402
+from tools.messages.extract_cpp import extract  # noqa: E402
 from tools.messages.model import LIT, PH, pattern_of  # noqa: E402
 
 
@@ -225,3 +226,22 @@ def test_a_message_whose_literals_a_release_holds_is_emitted_by_that_release(tmp
                   (PH, "q", "d"))
     _release(tmp_path, "2.7.1", ["Flash attention requires q,k,v to have the same last dimension. Got Query.size(-1): "])
     assert [(v, parts) for _, v, _, parts in variants([same], str(tmp_path))] == [("2.7.1", None)]
+
+
+FLASHINFER_CHECKS = """
+void BatchDecode(torch::Tensor paged_kv_indptr, int64_t batch_size, torch::Tensor q) {
+  CHECK_DIM(3, q);  // (batch_size, num_heads, head_dim)
+  CHECK_GE(paged_kv_indptr.size(0),  batch_size + 1);
+}
+"""
+
+
+def test_flashinfer_s_argument_text_checks_print_their_arguments():
+    raws, _ = extract(FLASHINFER_CHECKS, stringizing=True)
+    found = {pattern_of(r.parts)[0]: r.condition for r in raws}
+    assert len(found) == 2
+    ge = next(p for p in found if p.startswith("CHECK_GE"))
+    match = re.search(ge, "RuntimeError: CHECK_GE(paged_kv_indptr.size(0), batch_size + 1) failed. 5 vs 9")
+    assert match and found[ge] == "paged_kv_indptr.size(0) >= batch_size + 1"
+    assert any(re.search(p, "q must be a 3D tensor") for p in found)
+    assert extract(FLASHINFER_CHECKS) == ([], {})  # another code base's CHECK_EQ is not FlashInfer's

@@ -217,9 +217,11 @@ def run(out_dir: str) -> int:
             idx.note_read(library, src["repo"], ref, path)
             extractor = extract_py if path.endswith(".py") else extract_cpp
             prints = bool(src.get("prints")) and extractor is extract_py
-            key = (extractor.__name__, prints, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
+            stringizing = bool(src.get("stringizing")) and extractor is extract_cpp
+            key = (extractor.__name__, prints, stringizing, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
             if key not in memo:
-                memo[key] = extractor.extract(text, prints=True) if prints else extractor.extract(text)
+                memo[key] = extractor.extract(text, prints=True) if prints else \
+                    extract_cpp.extract(text, stringizing=True) if stringizing else extractor.extract(text)
             raws, skipped = memo[key]
             for k, v in skipped.items():
                 idx.skipped[library][k] += v

@@ -72,6 +72,42 @@ _CHECK_DEFAULT = {
 }
 
 
+STRINGIZING = {
+    "CHECK_EQ": ("CHECK_EQ({0}, {1}) failed. ", "{0} == {1}", True),
+    "CHECK_GE": ("CHECK_GE({0}, {1}) failed. ", "{0} >= {1}", True),
+    "CHECK_CUDA": ("{0} must be a CUDA tensor", "{0}.is_cuda()", False),
+    "CHECK_CONTIGUOUS": ("{0} must be contiguous", "{0}.is_contiguous()", False),
+    "CHECK_DIM": ("{1} must be a {0}D tensor", "{1}.dim() == {0}", False),
+}
+"""FlashInfer 0.1-0.2's checks (python/csrc/pytorch_extension_utils.h, later csrc/): TORCH_CHECK with the text of
+their arguments (#a) in the message, and for CHECK_EQ/CHECK_GE both values after it (`a, " vs ", b`). Read only where
+a source says so: other code bases define CHECK_EQ otherwise (glog's "Check failed: a == b")."""
+_STRINGIZING_CALL = re.compile(r"(?<![\w:])(" + "|".join(STRINGIZING) + r")\s*\(")
+
+
+def _stringizing_checks(source: str, masked: str, line_of) -> list:
+    """The messages of STRINGIZING's macros, each call's argument text put into its message."""
+    out = []
+    lines = source.splitlines()
+    for m in _STRINGIZING_CALL.finditer(masked):
+        if re.search(r"define\s*$", masked[max(0, m.start() - 12):m.start()]):
+            continue
+        close = _close(masked, m.end() - 1)
+        if close < 0:
+            continue
+        args = [_stringize(source, masked, span) for span in _split_top(source, masked, m.end(), close, ",")]
+        message, condition, values = STRINGIZING[m.group(1)]
+        if len(args) != message.count("{") or not all(args):
+            continue
+        parts = [(LIT, message.format(*args))]
+        if values:
+            parts += [(PH, simplify(args[0]), ""), (LIT, " vs "), (PH, simplify(args[1]), "")]
+        l0 = line_of(m.start())
+        out.append(Raw(kind="error", parts=merge_parts(parts), condition=condition.format(*args),
+                       text="\n".join(lines[l0 - 1:line_of(close)]).strip()[:300], line=l0))
+    return out
+
+
 def _stringize(src: str, masked: str, span: tuple) -> str:
     """The preprocessor's #cond: the argument's text, comments dropped, whitespace runs as one space."""
     a, b = span
@@ -369,9 +405,10 @@ def _enclosing_if(src: str, masked: str, pos: int) -> str:
     return re.sub(r"\s+", " ", src[start + 1:end]).strip()
 
 
-def extract(source: str) -> tuple[list, dict]:
-    """One pass over a C++/CUDA file yields every message it can print and the counts of what it skipped."""
-    if not _CALL.search(source):
+def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
+    """One pass over a C++/CUDA file yields every message it can print and the counts of what it skipped;
+    `stringizing` reads FlashInfer's argument-text checks too (STRINGIZING)."""
+    if not _CALL.search(source) and not (stringizing and _STRINGIZING_CALL.search(source)):
         return [], {}
     masked = _mask(source)
     src_lines = source.splitlines()
@@ -451,6 +488,8 @@ def extract(source: str) -> tuple[list, dict]:
             pass
         raw.scope = [fm.group(1)] if fm else []
         out.append(raw)
+    if stringizing:
+        out.extend(_stringizing_checks(source, masked, line_of))
     for m, a, b in _brace_errors(source, masked):
         if m.group(1) == "OK":
             continue

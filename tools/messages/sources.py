@@ -233,8 +233,17 @@ SOURCES = [
                  r"^sglang/srt/model_executor/model_runner\.py$": _SERVING_CONFIG_TEXT},
     },
     {
+        "name": "flashinfer-0.1", "repo": "flashinfer-ai/flashinfer", "git": "flashinfer-ai+flashinfer",
+        "refs": ["v0.1.0", "v0.1.3", "v0.1.6"], "library": lambda p, ref="": "flashinfer", "stringizing": True,
+        # 0.1.x is on no package index (flashinfer-python starts at 0.2.0): its tags, with the torch bindings under
+        # python/csrc/ and the Python API under python/flashinfer/
+        "include": [r"^python/flashinfer/(__init__|prefill|decode|cascade|sparse|page|utils)\.py$",
+                    r"^python/csrc/[^/]*(prefill|decode|attention|cascade|page)[^/]*\.(cu|cuh|h|cpp)$",
+                    r"^include/flashinfer/(utils\.cuh|attention/.+\.(cuh|h))$"],
+    },
+    {
         "name": "flashinfer-wheels", "repo": "flashinfer-ai/flashinfer", "wheels": "flashinfer-python-*",
-        "library": lambda p, ref="": "flashinfer",
+        "library": lambda p, ref="": "flashinfer", "stringizing": True,
         "include": [r"^flashinfer/(__init__|prefill|decode|mla|pod|cascade|sparse|page|attention|utils|xqa|aot|"
                     r"compilation_context|cuda_utils)\.py$",
                     r"^flashinfer/jit/(__init__|core|env|cpp_ext|utils|cubin_loader|attention)\.py$",
