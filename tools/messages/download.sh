@@ -34,7 +34,7 @@ for v in 4.0.0b4 4.0.0b12 4.0.0b20 4.0.0b28 4.0.0b36; do get "flash-attn-4==$v" 
 get "triton==1.1.1" --only-binary=:all: "${linux[@]}" --python-version 3.9
 get "triton==2.0.0" --only-binary=:all: "${linux[@]}" --python-version 3.11
 get "triton==2.1.0" --only-binary=:all: "${linux[@]}" --python-version 3.11
-for v in 2.2.0 2.3.1 3.0.0 3.1.0 3.3.1 3.5.1 3.6.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
+for v in 2.2.0 2.3.1 3.0.0 3.1.0 3.3.1 3.5.1 3.6.0 3.7.1 3.9.0; do get "triton==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
 get "nvidia-cudnn-frontend==1.32.0" --only-binary=:all: "${linux[@]}" --python-version 3.12
 for v in 12.1.105 12.4.127 12.9.79; do get "nvidia-cuda-runtime-cu12==$v" "${linux[@]}" --python-version 3.12 --only-binary=:all:; done
 # PyTorch's compiled libraries (libtorch_cpu, libtorch_cuda) of each release: only their strings are kept
