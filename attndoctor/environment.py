@@ -359,6 +359,11 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
             text = str(value).strip()
             if text.lower() in ("none", "absent", "no", "-"):
                 env.versions[name] = ABSENT
+            elif SOURCE_BUILD.match(text):
+                env.versions.pop(name, None)
+                env.notes.append({"kind": "source-build", "severity": "info", "message": (
+                    f"--{name.replace('_', '-')} {text}: a build from source at a commit; which release it matches is "
+                    f"not known, so verdicts that depend on {PACKAGE_LABELS.get(name, name)} say so")})
             else:
                 if name == "cudnn":
                     text = cudnn_from_integer(text)
@@ -385,6 +390,10 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
     if built:  # the wheel says which CUDA torch was built with; a --cuda beside it that differs names a toolkit
         env.versions["cuda"] = f"{int(built.group(1)[:-1])}.{built.group(1)[-1]}"
     return env
+
+
+SOURCE_BUILD = re.compile(r"^(?:\S*@)?(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
+"""A package built from a commit, as people give it: main@43950dd, git+https://...@43950dd, or the hash alone."""
 
 
 def cudnn_from_integer(text: str) -> str:

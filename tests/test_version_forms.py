@@ -73,3 +73,19 @@ def test_cudnn_as_torch_prints_it_is_a_version(given, read):
 def test_why_reads_cudnn_as_torch_prints_it(cli):
     code, out, err = cli("why", "--no-here", "--format", "json", "--", "torch.backends.cudnn.version() = 90501")
     assert json.loads(out)["understood"]["facts"]["cudnn"]["value"] == "9.5.1"
+
+
+@pytest.mark.parametrize("given", ["main@43950dd", "git+https://github.com/Dao-AILab/flash-attention@43950dd",
+                                   "43950dd1c0ffee"])
+def test_a_source_build_at_a_commit_is_an_unknown_release_and_says_so(cli, given):
+    env = environment_from_flags({"flash_attn": given})
+    assert "flash_attn" not in env.versions
+    assert any(given in n["message"] and "source" in n["message"] for n in env.notes)
+    code, out, err = cli("explain", "--backend", "flash-attn-2", "--gpu", "A100", "--hdim", "128", "--dtype", "bf16",
+                         "--flash-attn", given)
+    assert code in (0, 1) and not err
+
+
+def test_a_word_that_is_no_version_nor_a_commit_is_still_refused(cli):
+    code, _, err = cli("explain", "--gpu", "A100", "--hdim", "128", "--flash-attn", "latest")
+    assert code == 2 and "is not a version" in err
