@@ -186,7 +186,7 @@ def _release(tmp_path, version, strings):
 
 
 def _entry(*parts):
-    return {"_parts": list(parts), "kind": "error", "condition": "c", "backend": ["sdpa-flash"]}
+    return {"kind": "error", "condition": "c", "backend": ["sdpa-flash"]}, list(parts)
 
 
 def test_a_release_that_words_a_check_otherwise_gives_its_own_message(tmp_path):
@@ -199,10 +199,10 @@ def test_a_release_that_words_a_check_otherwise_gives_its_own_message(tmp_path):
         "Flash attention only supports gpu architectures in the range [sm75, sm90]. Attempting to run on a sm ",
         "Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: ",
         " and  query.dtype: "])
-    got = {id(e): parts for e, version, ref, parts in variants([arch, mask], str(tmp_path))}
+    got = {id(item): parts for item, version, ref, parts in variants([arch, mask], str(tmp_path))}
     assert got[id(arch)][0] == (LIT, "Flash attention only supports gpu architectures in the range [sm75, sm90]. "
                                      "Attempting to run on a sm ")
-    assert got[id(arch)][1:] == arch["_parts"][1:]  # the short literals (" gpu.") are not looked for
+    assert got[id(arch)][1:] == arch[1][1:]  # the short literals (" gpu.") are not looked for
     pattern, _ = pattern_of(got[id(mask)])
     assert re.search(pattern, "Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: "
                               "float and  query.dtype: c10::BFloat16 instead.")
@@ -216,7 +216,7 @@ def test_a_look_alike_or_a_split_literal_is_not_taken_for_a_rewording(tmp_path):
     _release(tmp_path, "2.3.1", ["Blocksize must be positive", "saved_v must be contiguous and on the same device",
                                  "To explicitly enable determinism call torch.use_deterministic_algorithms(True, "
                                  "warn_only=False).", "Flash Attention defaults to a non-deterministic algorithm. "])
-    got = [(e is warn, parts) for e, _, _, parts in variants([batch, warn, seqused], str(tmp_path))]
+    got = [(item is warn, parts) for item, _, _, parts in variants([batch, warn, seqused], str(tmp_path))]
     # the release printed the warning's two sentences as two literals: its shorter form is the message's start
     assert got == [(True, [(LIT, "Flash Attention defaults to a non-deterministic algorithm. ")])]
 

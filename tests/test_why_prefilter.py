@@ -99,3 +99,19 @@ def test_the_bit_set_windows_find_the_best_window():
         weights = {w: rng.choice([0.5, 1.0, 1.7, 2.3]) for w in rng.sample(vocabulary, rng.randint(1, 10))}
         plain = max(sum(weights.get(w, 0.0) for w in window) for window in windows)
         assert abs(Windows.of(windows).best(weights) - plain) < 1e-9
+
+
+def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
+    entries = load_catalogue()
+
+    def ids(text):
+        return {h.entry.id for h in read_text(text, entries).hits}
+
+    assert "PY-NO-MODULE-ATTENTION-LIBRARY" in ids("ModuleNotFoundError: No module named 'flashinfer'")
+    assert "PY-NO-MODULE-ATTENTION-LIBRARY" not in ids("ModuleNotFoundError: No module named 'flash_attn'")
+    te = "transformer_engine_torch.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN5torch7LibraryC1E"
+    fa = "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
+    assert "TE-UNDEFINED-SYMBOL" in ids(te) and "FA-UNDEFINED-SYMBOL" not in ids(te)
+    assert "FA-UNDEFINED-SYMBOL" in ids(fa) and "TE-UNDEFINED-SYMBOL" not in ids(fa)
+    assert "FACT-TORCH-YOU-HAVE" in ids("    PyTorch 2.6.0+cu124 with CUDA 1204 (you have 2.8.0+cu128)")
+    assert "FACT-TORCH-YOU-HAVE" not in ids("PyTorch 2.6.0+cu124 with CUDA 12.4")

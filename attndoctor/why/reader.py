@@ -297,9 +297,11 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
     few substring scans of the whole text instead of every pattern on every line."""
     from bisect import bisect_right
 
-    texts = {}
-    # a literal a wrap split is still found, also where the wrap indented its second line
-    for fold, strip in ((False, str.rstrip), (True, str.rstrip), (False, str.strip), (True, str.strip)):
+    texts: dict[bool, list[tuple[str, list[int]]]] = {}
+    # a literal a wrap split is still found, also where the wrap indented its second line (a text without indented
+    # lines is scanned once)
+    strips = (str.rstrip, str.strip) if any(line[:1].isspace() for line in lines) else (str.rstrip,)
+    for fold, strip in ((fold, strip) for strip in strips for fold in (False, True)):
         seen = [strip(line).lower() for line in lines] if fold else [strip(line) for line in lines]
         starts = [0]
         for line in seen:

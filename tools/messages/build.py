@@ -220,8 +220,8 @@ def run(out_dir: str) -> int:
             stringizing = bool(src.get("stringizing")) and extractor is extract_cpp
             key = (extractor.__name__, prints, stringizing, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
             if key not in memo:
-                memo[key] = extractor.extract(text, prints=True) if prints else \
-                    extract_cpp.extract(text, stringizing=True) if stringizing else extractor.extract(text)
+                options = {name: True for name, on in (("prints", prints), ("stringizing", stringizing)) if on}
+                memo[key] = extractor.extract(text, **options)
             raws, skipped = memo[key]
             for k, v in skipped.items():
                 idx.skipped[library][k] += v
@@ -277,19 +277,14 @@ COMPILED_PATH = "torch/lib/libtorch_{cpu,cuda}"
 
 def _compiled_wordings(idx: Index) -> None:
     """Other releases of PyTorch's C++ messages, from their wheels' libraries (tools/messages/compiled.py)."""
-    sources = [e for e in idx.entries.values() if e["library"] == "pytorch"
+    sources = [(e, e["_sources"][-1][2].parts) for e in idx.entries.values() if e["library"] == "pytorch"
                and any(s[1]["ref"].startswith("debsrc:") for s in e["_sources"])]
-    for e in sources:
-        e["_parts"] = e["_sources"][-1][2].parts
     n = 0
-    for e, release, ref, parts in compiled.variants(sources, CACHE):
-        added = idx.add("pytorch", "pytorch/pytorch", ref, release, COMPILED_PATH,
-                        compiled.raw_of(e, parts or e["_parts"]))
+    for (e, own), release, ref, parts in compiled.variants(sources, CACHE):
+        added = idx.add("pytorch", "pytorch/pytorch", ref, release, COMPILED_PATH, compiled.raw_of(e, parts or own))
         if added is not None and parts is not None:
             n += added is not e and len(added["_sources"]) == 1
             added["backend"] = e["backend"]
-    for e in sources:
-        del e["_parts"]
     print(f"compiled wordings: {n} other wordings", file=sys.stderr)
 
 

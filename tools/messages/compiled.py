@@ -53,32 +53,29 @@ def releases(cache: str) -> list:
     return out
 
 
-def _words(text: str) -> list:
-    return text.split()
-
-
 def _ends(text: str) -> tuple:
-    w = _words(text)
+    w = text.split()
     return " ".join(w[:3]), " ".join(w[-3:])
 
 
 def sibling(literal: str, heads: dict, tails: dict, known: set) -> str | None:
     """The release's wording of a first literal: the same check reworded (first and last three words equal), or
     its shorter form ending a sentence; never a literal some indexed message already has."""
-    if len(literal) < MIN_LITERAL or len(_words(literal)) < 4:
+    if len(literal) < MIN_LITERAL or len(literal.split()) < 4:
         return None
     head, tail = _ends(literal)
     found = [s for s in heads.get(head, ()) if s in tails.get(tail, set()) and s != literal]
     shorter = [s for s in heads.get(head, ()) if literal.startswith(s) and len(s) >= MIN_LITERAL
-               and re.search(r"[.)]\s*$", s) and len(_words(s)) >= 4]
+               and re.search(r"[.)]\s*$", s) and len(s.split()) >= 4]
     found = [s for s in found + shorter if s not in known]
     return min(found, key=lambda s: (abs(len(s) - len(literal)), s)) if found else None
 
 
 def variants(entries: list, cache: str):
-    """Yield (entry, release, ref, parts) for each reworded message, and (entry, release, ref, None) for each
-    release that emits an entry's own wording. `entries` are the C++ messages of the readable source release."""
-    known = {p[1] for e in entries for p in e["_parts"] if p[0] == LIT}
+    """Yield (item, release, ref, parts) for each reworded message, and (item, release, ref, None) for each release
+    that emits an entry's own wording. `entries` are the C++ messages of the readable source release, each an item
+    (entry, its parts)."""
+    known = {p[1] for _, parts in entries for p in parts if p[0] == LIT}
     for version, ref, strings in releases(cache):
         heads: dict = {}
         tails: dict = {}
@@ -87,11 +84,11 @@ def variants(entries: list, cache: str):
                 head, tail = _ends(s)
                 heads.setdefault(head, []).append(s)
                 tails.setdefault(tail, set()).add(s)
-        for e in entries:
-            parts = e["_parts"]
+        for item in entries:
+            parts = item[1]
             lits = [p[1] for p in parts if p[0] == LIT and len(p[1]) >= SEEN]
             if lits and all(lit in strings for lit in lits):
-                yield e, version, ref, None
+                yield item, version, ref, None
                 continue
             if not parts or parts[0][0] != LIT:
                 continue
@@ -105,7 +102,7 @@ def variants(entries: list, cache: str):
                         rest.append((PH, "rest", "r"))
                         break
                     rest.append(p)
-            yield e, version, ref, [(LIT, old), *rest]
+            yield item, version, ref, [(LIT, old), *rest]
 
 
 def raw_of(entry: dict, parts: list) -> Raw:

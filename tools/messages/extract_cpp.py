@@ -85,12 +85,16 @@ a source says so: other code bases define CHECK_EQ otherwise (glog's "Check fail
 _STRINGIZING_CALL = re.compile(r"(?<![\w:])(" + "|".join(STRINGIZING) + r")\s*\(")
 
 
-def _stringizing_checks(source: str, masked: str, line_of) -> list:
+def _in_define(masked: str, pos: int) -> bool:
+    """A macro name right after `#define` is being defined there, not called."""
+    return bool(re.search(r"define\s*$", masked[max(0, pos - 12):pos]))
+
+
+def _stringizing_checks(source: str, masked: str, lines: list, line_of) -> list:
     """The messages of STRINGIZING's macros, each call's argument text put into its message."""
     out = []
-    lines = source.splitlines()
     for m in _STRINGIZING_CALL.finditer(masked):
-        if re.search(r"define\s*$", masked[max(0, m.start() - 12):m.start()]):
+        if _in_define(masked, m.start()):
             continue
         close = _close(masked, m.end() - 1)
         if close < 0:
@@ -431,8 +435,7 @@ def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
 
     for m in _CALL.finditer(masked):
         name = m.group(1)
-        pre = masked[max(0, m.start() - 12):m.start()]
-        if re.search(r"#\s*define\s+$", pre) or re.search(r"define\s*$", pre):
+        if _in_define(masked, m.start()):
             continue
         kind, cond_i, msg_i = MACROS[name]
         open_pos = m.end() - 1
@@ -489,7 +492,7 @@ def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
         raw.scope = [fm.group(1)] if fm else []
         out.append(raw)
     if stringizing:
-        out.extend(_stringizing_checks(source, masked, line_of))
+        out.extend(_stringizing_checks(source, masked, src_lines, line_of))
     for m, a, b in _brace_errors(source, masked):
         if m.group(1) == "OK":
             continue
