@@ -63,6 +63,37 @@ def test_a_training_frameworks_words_name_the_backend_and_a_status_field_names_n
                             "flash_attention_2 or flash_attention_3).")) == {"flash-attn-2", "flash-attn-3"}
 
 
+def test_a_serving_engines_backend_file_names_the_backend_its_words_do_not():
+    from tools.messages.sources import backends_for
+    sdpa = ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+    assert backends_for("vllm", "vllm/attention/backends/flash_attn.py",
+                        "Sliding window is not supported in this version.") == ["flash-attn-2", "flash-attn-3"]
+    assert backends_for("vllm", "vllm/v1/attention/backends/flash_attn.py",
+                        "FlashAttention does not support encoder attention.") == ["flash-attn-2", "flash-attn-3"]
+    assert backends_for("vllm", "vllm/attention/backends/torch_sdpa.py", "Sliding window is not supported.") == sdpa
+    assert backends_for("vllm", "vllm/attention/selector.py",
+                        "Torch SDPA backend is only used for the CPU device.") == sdpa
+    assert backends_for("sglang", "sglang/srt/layers/attention/flashattention_backend.py",
+                        "Sliding window is not supported.") == ["flash-attn-3"]
+    assert backends_for("sglang", "sglang/srt/layers/attention/torch_flex_backend.py", "x") == ["flex-attention"]
+    assert backends_for("vllm", "vllm/attention/backends/xformers.py",
+                        "XFormers does not support attention logits soft capping.") == []
+
+
+def test_sdpas_shared_checks_name_the_backends_that_run_them_and_a_kernels_own_stays_its():
+    from tools.messages.sources import backends_for
+    shared = "aten/src/ATen/native/transformers/sdp_utils_cpp.h"
+    assert backends_for("pytorch", "aten/src/ATen/native/transformers/attention.cpp",
+                        "Expected query, key, and value to have the same dtype, but got query.dtype: {} key.dtype: {} "
+                        "and value.dtype: {} instead.", ["validate_sdpa_input"]) == ["sdpa-flash", "sdpa-efficient",
+                                                                                     "sdpa-cudnn", "sdpa-math"]
+    assert backends_for("pytorch", shared, "All fused kernels requires query, key and value to be 4 dimensional, but got "
+                        "Query dim: {}", ["check_tensor_shapes"]) == ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn"]
+    assert backends_for("pytorch", shared, "Flash attention requires q,k,v to have the same last dimension") == \
+        ["sdpa-flash"]
+    assert backends_for("pytorch", "torch/nn/functional.py", "key_padding_mask must be a bool tensor") == []
+
+
 def test_megatron_core_tags_are_versions():
     from tools.messages.build import tag_version
     assert tag_version("core_v0.13.0") == "0.13.0"

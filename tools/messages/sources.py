@@ -291,7 +291,8 @@ TEXT_BACKENDS = [
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
      {*FRAMEWORKS, *TRAINING}),
     (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention|native attention", re.I),
-     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl"}),
+     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl", "vllm",
+                                                       "sglang"}),
     # axolotl's `sdp_attention: true` selects torch's scaled_dot_product_attention
     (re.compile(r"\bsdp_attention\b"), "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"axolotl"}),
     # these frameworks' flash option and the flash-attn package they import are FlashAttention-2 unless a version is
@@ -324,6 +325,9 @@ def default_backends(library: str, path: str) -> list:
         return ["sdpa-flash"]
     if library == "pytorch" and "/mem_eff_attention/" in path:
         return ["sdpa-efficient"]
+    if library == "pytorch" and re.search(r"/transformers/(cuda/|hip/)?sdp_utils(_cpp)?\.(h|cpp)$", path):
+        # the shape and dtype checks the fused kernels' selection runs (check_tensor_shapes and its kin)
+        return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn"]
     if library in ("pytorch", "inductor") and re.search(r"flex", path):
         return ["flex-attention"]
     if library == "transformers" and re.search(r"flex_attention", path):
@@ -332,8 +336,17 @@ def default_backends(library: str, path: str) -> list:
         return ["flash-attn-2"]
     if library == "transformers" and re.search(r"sdpa_attention", path):
         return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
-    if library in ("vllm", "sglang") and re.search(r"flex_attention", path):
+    if library in ("vllm", "sglang") and re.search(r"flex_attention|torch_flex_backend", path):
         return ["flex-attention"]
+    if library == "vllm" and re.search(r"/attention/backends/torch_sdpa\.py$", path) or \
+            library == "sglang" and path.endswith("/attention/torch_native_backend.py"):
+        return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+    if library == "vllm" and re.search(r"^vllm/(v1/)?attention/backends/flash_attn\.py$", path):
+        # this backend calls vllm_flash_attn at version 2 or 3 by GPU (vllm/attention/utils/fa_utils.py@wheel:vllm-0.11.0:36)
+        return ["flash-attn-2", "flash-attn-3"]
+    if library == "sglang" and path.endswith("/attention/flashattention_backend.py"):
+        # sgl_kernel.flash_attn with fa_impl_ver=3 unless FA4 is asked for (flashattention_backend.py@wheel:sglang-0.5.3:307)
+        return ["flash-attn-3"]
     if library == "sglang" and _SGLANG_FA4.search(path):
         return ["flash-attn-4"]
     if library == "flashinfer" and path.startswith("flashinfer/cudnn/"):
@@ -359,6 +372,8 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
             return found
         if library == "pytorch" and scope:
             fn = scope[-1]
+            if fn == "validate_sdpa_input":  # what scaled_dot_product_attention checks before it picks a backend
+                return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
             for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient")):
                 if key in fn:
                     return [b]
