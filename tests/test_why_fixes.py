@@ -68,3 +68,16 @@ def test_the_checked_fix_and_the_rules_literal_are_one_fix(cli):
     code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "RTX 2080 Ti", "--", text)
     found = [f.replace("'", "") for f in json.loads(out)["cause"]["fixes"]]
     assert len(found) == len(set(found)), found
+
+
+def test_a_messages_advice_is_not_cut_at_the_dot_of_a_name_or_a_version():
+    """transformers' right-padding message asks for `tokenizer.padding_side = 'left'`; a version keeps its dots too."""
+    from attndoctor.why.fixes import own_advice
+
+    padded = ("You are attempting to perform batched generation with padding_side='right' this may lead to unexpected "
+              "behaviour for Flash Attention version of Qwen2_5_VL. Make sure to  call `tokenizer.padding_side  = "
+              "'left'` before tokenizing the input.")
+    assert own_advice([padded], 1) == ("as the message says: Make sure to  call `tokenizer.padding_side  = 'left'` "
+                                       "before tokenizing the input.",)
+    versioned = "flash-attn is too old. Please upgrade flash-attn to 2.6.1 or later. Then retry."
+    assert own_advice([versioned], 1) == ("as the message says: Please upgrade flash-attn to 2.6.1 or later.",)

@@ -82,6 +82,17 @@ def test_a_paste_that_starts_inside_a_message_still_finds_it():
     assert "vllm" not in {h.entry.library for h in read_text("version 3 is not supported due to sm86", entries).hits}
 
 
+def test_a_paste_that_ends_before_a_messages_advice_still_finds_it():
+    """Triton's OutOfResources ends with "Reducing block sizes or `num_stages` may help."; logs often stop before it.
+    A first sentence whose literal words are each short but say enough together is looked for on its own."""
+    entries = load_index()
+    cut = "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 65538, Hardware limit: 65536."
+    hits = [h for h in read_text(cut, entries).hits if h.entry.library == "triton"]
+    assert hits and hits[0].groups.get("required") == "65538"
+    # a first sentence with little of the message's own words stays unlooked-for: "Expected {} but got {}."
+    assert not [h for h in read_text("Expected 3 but got 4.", entries).hits if h.entry.library == "triton"]
+
+
 def test_required_literals():
     assert required_literals(r"No available kernel\.\s+Aborting") == (("No available kernel.", False),)
     assert required_literals(r"(?i)\bgrad_[qkv]|d[QKV]\b") == tuple(sorted(
@@ -113,5 +124,20 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     fa = "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
     assert "TE-UNDEFINED-SYMBOL" in ids(te) and "FA-UNDEFINED-SYMBOL" not in ids(te)
     assert "FA-UNDEFINED-SYMBOL" in ids(fa) and "TE-UNDEFINED-SYMBOL" not in ids(fa)
+    assert "FA-UNDEFINED-SYMBOL" in ids("flash_attn_cuda.cpython-38-x86_64-linux-gnu.so: undefined symbol: _ZN3c104impl8GPU")
+    fa_entry = next(e for e in entries if e.id == "FA-UNDEFINED-SYMBOL")
+    assert set(fa_entry.backends) == {"flash-attn-2", "flash-attn-3"}
     assert "FACT-TORCH-YOU-HAVE" in ids("    PyTorch 2.6.0+cu124 with CUDA 1204 (you have 2.8.0+cu128)")
     assert "FACT-TORCH-YOU-HAVE" not in ids("PyTorch 2.6.0+cu124 with CUDA 12.4")
+    ptx = "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."
+    assert "CUDA-PTX-UNSUPPORTED-TOOLCHAIN" in ids(ptx)
+    assert "CUDA-PTX-UNSUPPORTED-TOOLCHAIN" not in ids("RuntimeError: CUDA error: PTX JIT compiler library not found")
+    assert "XFORMERS-NOT-BUILT-WITH-CUDA" in ids("`cutlassF-pt` is not supported because:\n    xFormers wasn't build with CUDA support")
+    ptxas = "ptxas /tmp/compile-ptx-src-ac38de, line 521; error   : Feature '.bf16' requires .target sm_80 or higher"
+    assert "PTXAS-REQUIRES-NEWER-TARGET" in ids(ptxas)
+    assert "PTXAS-REQUIRES-NEWER-TARGET" not in ids("ptxas fatal   : Ptx assembly aborted due to errors")
+    stub = "FATAL: FlashAttention requires building with sm version sm80-sm90, but was built for < 8.0!"
+    assert "FA2-KERNEL-BUILT-BELOW-SM80" in ids(stub)
+    assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
+    assert "XFORMERS-NOT-BUILT-WITH-CUDA" not in ids("`cutlassF-pt` is not supported because:\n    dtype=torch.float32 "
+                                                     "(supported: {torch.float16, torch.bfloat16})")

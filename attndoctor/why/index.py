@@ -71,11 +71,23 @@ HEAD_MIN = 32
 
 
 def head_of(template: str, pattern: str) -> tuple[str, str] | None:
-    """(first sentence, its pattern) of a message of several sentences whose first one says enough on its own."""
+    """(first sentence, its pattern) of a message of several sentences whose first one says enough on its own: its
+    own words, placeholders aside, come to HEAD_MIN characters ("out of resource: {}, Required: {}, Hardware
+    limit: {}")."""
     cut_t, cut_p = template.find(". "), pattern.find("\\. ")
-    if cut_t < 0 or cut_p < 0 or len(literal_of(template[:cut_t])) < HEAD_MIN:
+    first = template[:cut_t]
+    if cut_t < 0 or cut_p < 0 or _own_chars(first) < HEAD_MIN or len(literal_of(first)) < HEAD_LITERAL:
         return None
-    return template[:cut_t], pattern[:cut_p] + "\\.?"
+    return first, pattern[:cut_p] + "\\.?"
+
+
+HEAD_LITERAL = 12
+"""The first sentence's longest literal, which a line must hold before the sentence is tried on it."""
+
+
+def _own_chars(template: str) -> int:
+    """How many characters of a template are the message's own words, not its placeholders."""
+    return len(PLACEHOLDER.sub("", template.replace("{{", "\0").replace("}}", "\1")))
 
 
 TAIL_WORDS = 3
@@ -93,8 +105,7 @@ def tail_of(template: str, pattern: str) -> str | None:
     if drop < 1:
         return None
     cut = spaces[drop - 1] + 1
-    kept = PLACEHOLDER.sub("", template.replace("{{", "\0").replace("}}", "\1"))
-    if len(kept) - len(re.sub(r"\\(.)", r"\1", opening[:cut])) < HEAD_MIN:
+    if _own_chars(template) - len(re.sub(r"\\(.)", r"\1", opening[:cut])) < HEAD_MIN:
         return None
     return pattern[cut:]
 

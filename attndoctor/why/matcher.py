@@ -189,6 +189,8 @@ class Candidate(NamedTuple):
     lines: tuple[int, ...] = ()
     topics: tuple[str, ...] = ()
     """What kind of problem it is (topics.TOPICS): head-dim, gpu-arch, install-abi, ..."""
+    failures: tuple[int, ...] = ()
+    """Lines of a bare failure of its backend (one that names no reason) that this refusal explains."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -229,8 +231,7 @@ def _own_message_first(out: list[Candidate], printed: set[str]) -> list[Candidat
         return out
     return [c._replace(score=round(best.score - RESEMBLES, 2), reasons=(*c.reasons, RESEMBLES_ONLY))
             if c.kind in ("rule", "advisory") and not c.lines and c.score >= best.score
-            and not set(c.backends) & set(best.backends)
-            and not any(r.startswith("line ") for r in c.reasons) else c for c in out]
+            and not set(c.backends) & set(best.backends) and not c.failures else c for c in out]
 
 
 def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
@@ -317,7 +318,7 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
         title=rule.title, cause=pair[0].message if pair else rule.title,
         fixes=with_alternative(rule_fixes(rule, pair), [b for b in rule.backends if b in named] or rule.backends),
         backends=tuple(rule.backends), applies=applies, missing=missing, references=tuple(rule.references),
-        lines=tuple(lines), topics=rule_topics(rule))
+        lines=tuple(lines), topics=rule_topics(rule), failures=tuple(sorted({line for line, _ in refused})))
 
 
 def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],

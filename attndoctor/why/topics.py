@@ -34,7 +34,8 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
     (r"undefined symbol|\bABI\b|was compiled against|built for", "install-abi"),
-    (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not", "install-arch"),
+    (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
+     r"available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
      r"how to install|"
      r"(?:wasn't|was not|not) (?:build|built|compiled) with|operator wasn't built", "install-missing"),
