@@ -365,6 +365,7 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
                     f"--{name.replace('_', '-')} {text}: a build from source at a commit; which release it matches is "
                     f"not known, so verdicts that depend on {PACKAGE_LABELS.get(name, name)} say so")})
             else:
+                text = as_written(name, text)
                 if name == "cudnn":
                     text = cudnn_from_integer(text)
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
@@ -390,6 +391,37 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
     if built:  # the wheel says which CUDA torch was built with; a --cuda beside it that differs names a toolkit
         env.versions["cuda"] = f"{int(built.group(1)[:-1])}.{built.group(1)[-1]}"
     return env
+
+
+_NAMED = re.compile(r"^(?P<word>[A-Za-z][\w.\- ]*?)\s*(?:==|\s)\s*(?P<rest>v?\d\S*(?:\s*\([^()]*\))?)$")
+_REMARK = re.compile(r"^(?P<version>\S+)\s*\((?P<remark>[^()]*)\)$")
+_CUDA_TAG = re.compile(r"cu\d{3}", re.I)
+
+
+def _package_word(word: str) -> str:
+    """A package's name as people vary it: case, dashes, a lib or nvidia prefix, a -cu12 suffix, pip extras."""
+    word = re.sub(r"[^a-z0-9]", "", word.lower().split("[")[0])
+    return re.sub(r"cu\d+$", "", re.sub(r"^(?:lib|nvidia)", "", word))
+
+
+def as_written(name: str, text: str) -> str:
+    """A version as people write it, read past the package's own name before it (pip's torch==2.3.1, "libtorch
+    2.5.1") and a remark in parentheses after it ("2.0.4 (ROCm)"); a CUDA tag there is torch's wheel label
+    ("1.12 (cu116)" is 1.12+cu116). Text that does not read as a version that way is returned as given."""
+    found = _NAMED.match(text)
+    words = {_package_word(w) for w in (name, PIP_NAMES.get(name, ""), PACKAGE_LABELS.get(name, "")) if w}
+    candidate = found.group("rest") if found and _package_word(found.group("word")) in words else text
+    remark = _REMARK.match(candidate)
+    if remark:
+        tag = remark.group("remark").strip()
+        candidate = remark.group("version")
+        if name == "torch" and "+" not in candidate and _CUDA_TAG.fullmatch(tag):
+            candidate = f"{candidate}+{tag.lower()}"
+    try:
+        Version(candidate)
+    except InvalidVersion:
+        return text
+    return candidate
 
 
 SOURCE_BUILD = re.compile(r"^(?:\S*@)?(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")

@@ -89,3 +89,21 @@ def test_a_source_build_at_a_commit_is_an_unknown_release_and_says_so(cli, given
 def test_a_word_that_is_no_version_nor_a_commit_is_still_refused(cli):
     code, _, err = cli("explain", "--gpu", "A100", "--hdim", "128", "--flash-attn", "latest")
     assert code == 2 and "is not a version" in err
+
+
+@pytest.mark.parametrize(("name", "given", "read"), [
+    ("torch", "1.12 (cu116)", "1.12+cu116"), ("torch", "libtorch 2.5.1", "2.5.1"), ("torch", "torch==2.3.1", "2.3.1"),
+    ("torch", "PyTorch 2.4.0+cu121", "2.4.0+cu121"), ("flash_attn", "2.0.4 (ROCm)", "2.0.4"),
+    ("flash_attn", "flash-attn==2.5.6", "2.5.6"), ("cudnn", "nvidia-cudnn-cu12==9.1.0.70", "9.1.0.70"),
+])
+def test_a_version_as_people_write_it_is_read_past_its_package_name_and_remark(name, given, read):
+    """pip's NAME==VERSION, a package name before the number, a remark in parentheses after it; a CUDA tag there
+    is the wheel's label."""
+    assert environment_from_flags({name: given}).versions[name] == read
+
+
+@pytest.mark.parametrize(("name", "given"), [("torch", "flash-attn 2.5.6"), ("torch", "2.x (cu116)"),
+                                             ("flash_attn", "torch==2.3.1")])
+def test_another_packages_name_or_no_number_is_still_refused(cli, name, given):
+    code, _, err = cli("explain", "--gpu", "A100", "--hdim", "128", f"--{name.replace('_', '-')}", given)
+    assert code == 2 and "is not a version" in err
