@@ -33,7 +33,7 @@ COMPILED = {e["id"]: re.compile(e["pattern"]) for _, e in ENTRIES}
 
 
 def _sample(sub: str) -> str:
-    if sub == r"-?\d+":
+    if sub.split("|")[0] == r"-?\d+":  # an integer, or a tuple of them
         return "128"
     if sub.startswith("[") and "\\w" in sub:
         return "bf16"

@@ -94,6 +94,49 @@ def test_sdpas_shared_checks_name_the_backends_that_run_them_and_a_kernels_own_s
     assert backends_for("pytorch", "torch/nn/functional.py", "key_padding_mask must be a bool tensor") == []
 
 
+def test_a_size_placeholder_takes_a_number_or_a_tuple():
+    """torch/nn/functional.py prints `correct_2d_size`, a tuple, where other messages print an integer size."""
+    pattern, _ = pattern_of([(LIT, "The shape of the 2D attn_mask is "), (PH, "attn_mask_shape", ""),
+                             (LIT, ", but should be "), (PH, "correct_2d_size", ""), (LIT, ".")])
+    found = re.search(pattern, "RuntimeError: The shape of the 2D attn_mask is torch.Size([77, 77]), but should be (4, 4)")
+    assert found and found.group("correct_2d_size") == "(4, 4)"
+    pattern, _ = pattern_of([(LIT, "head_size should be a multiple of 8, got "), (PH, "head_size", ""), (LIT, ".")])
+    assert re.search(pattern, "head_size should be a multiple of 8, got 72.").group("head_size") == "72"
+    assert not re.search(pattern, "head_size should be a multiple of 8, got many.")
+
+
+def test_a_module_constant_formatted_into_a_raise_is_its_message():
+    """torch/utils/cpp_extension.py raises RuntimeError(CUDA_MISMATCH_MESSAGE.format(...)) with a module constant."""
+    from tools.messages import extract_py
+    source = ('''CUDA_MISMATCH_MESSAGE = """
+The detected CUDA version ({0}) mismatches the version that was used to compile
+PyTorch ({1}). Please make sure to use the same CUDA versions.
+"""
+
+
+def _check_cuda_version(compiler_name, compiler_version):
+    if cuda_ver != torch_cuda_version:
+        raise RuntimeError(CUDA_MISMATCH_MESSAGE.format(cuda_str_version, torch.version.cuda))
+''')
+    raws, _ = extract_py.extract(source)
+    assert len(raws) == 1
+    pattern, _ = pattern_of(raws[0].parts)
+    assert re.search(pattern, "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to "
+                              "compile PyTorch (11.8). Please make sure to use the same CUDA versions.")
+
+
+def test_a_message_written_over_lines_is_found_as_a_terminal_shows_it_or_joined():
+    """A triple-quoted message starts with a newline and breaks its sentence over lines; a paste keeps the breaks or
+    joins them, and why joins wrapped lines with one space."""
+    pattern, _ = pattern_of([(LIT, "\nThe detected CUDA version ("), (PH, "cuda_str_version", ""),
+                             (LIT, ") mismatches the version that was used to compile\nPyTorch ("),
+                             (PH, "torch_version_cuda", ""), (LIT, "). Please make sure to use the same CUDA versions.\n")])
+    joined = ("The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8). Please "
+              "make sure to use the same CUDA versions.")
+    assert re.search(pattern, "RuntimeError: " + joined)
+    assert not re.search(pattern, "RuntimeError: The detected CUDA version (12.1) is fine")
+
+
 def test_megatron_core_tags_are_versions():
     from tools.messages.build import tag_version
     assert tag_version("core_v0.13.0") == "0.13.0"

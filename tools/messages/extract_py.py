@@ -112,6 +112,9 @@ def message_parts(node: ast.AST, ctx: _Ctx | None = None, depth: int = 0) -> lis
         if node.func.attr == "format" and isinstance(node.func.value, ast.Constant) \
                 and isinstance(node.func.value.value, str):
             return _format(node.func.value.value, node.args, node.keywords)
+        held = ctx.assigns.get(_target_key(node.func.value)) if node.func.attr == "format" and ctx else None
+        if isinstance(held, ast.Constant) and isinstance(held.value, str):  # MESSAGE.format(...), MESSAGE a constant
+            return _format(held.value, node.args, node.keywords)
         if node.func.attr == "join" and isinstance(node.func.value, ast.Constant) and node.args:
             raise _Unresolved
     if _target_key(node) and ctx is not None and _target_key(node) in ctx.assigns:
@@ -165,6 +168,19 @@ def _func_assigns(func: ast.AST) -> dict:
         if steps[k] == counts[k] and counts[k] % 2 == 1:
             resolved[k] = v
     return resolved
+
+
+def _module_constants(tree: ast.Module) -> dict:
+    """Module-level string constants assigned once (`CUDA_MISMATCH_MESSAGE = "..."`), which functions format."""
+    counts: dict = {}
+    values: dict = {}
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            name = st.targets[0].id
+            counts[name] = counts.get(name, 0) + 1
+            values[name] = st.value
+    return {k: v for k, v in values.items() if counts[k] == 1 and k.isupper() and isinstance(v, ast.Constant)
+            and isinstance(v.value, str)}
 
 
 def _condition(stack: list, node: ast.AST) -> str:
@@ -259,9 +275,11 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
         raw.scope = [a.name for a in stack if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         out.append(raw)
 
+    constants = _module_constants(tree)
+
     def visit(n: ast.AST, stack: list, ctx: _Ctx):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            ctx = _Ctx(_func_assigns(n))
+            ctx = _Ctx({**constants, **_func_assigns(n)})
         if isinstance(n, ast.Raise) and n.exc is not None:
             exc = n.exc
             if isinstance(exc, ast.Call):
@@ -310,5 +328,5 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
         for child in ast.iter_child_nodes(n):
             visit(child, stack + [n], ctx)
 
-    visit(tree, [], _Ctx({}))
+    visit(tree, [], _Ctx(dict(constants)))
     return out, skipped

@@ -83,6 +83,10 @@ NAME_VALUE = r"[\w.:+\-]+"
 word before it, outside the group."""
 
 
+INT_OR_TUPLE = r"-?\d+|\([-\d, ]+\)"
+"""A value whose name says it is a count or a size: an integer, or a Python tuple of them (`correct_2d_size`)."""
+
+
 def subpattern(name: str, spec: str) -> str:
     """Each placeholder must match what the library prints there, no more and no less."""
     spec = spec or ""
@@ -95,7 +99,7 @@ def subpattern(name: str, spec: str) -> str:
     if spec in ("r",):
         return r".*?"
     if _INT_HINTS.search(name) and not _NAME_HINTS.search(name) and not re.search(r"shape|sizes|list|tuple", name):
-        return r"-?\d+"
+        return INT_OR_TUPLE
     if _NAME_HINTS.search(name):
         return NAME_VALUE
     return r".*?"
@@ -151,13 +155,17 @@ def pattern_of(parts: list) -> tuple[str, dict]:
             text, head, tail = p[1], "", ""
             if i == len(parts) - 1:
                 text = text.rstrip() or text  # a prompt's or a line's trailing space does not survive a paste
+            if i == 0:
+                text = text.lstrip() or text  # a triple-quoted message opens with a line break
+            text = re.sub(r"[ \t]*\n[ \t]*", "\n", text)
             if i + 2 < len(parts) and parts[i + 1][0] != LIT and parts[i + 2][0] == LIT and text[-1:] in QUOTES \
                     and parts[i + 2][1].startswith(text[-1]):
                 text, tail = text[:-1], re.escape(text[-1]) + "?"
             if i >= 2 and parts[i - 1][0] != LIT and parts[i - 2][0] == LIT and text[:1] in QUOTES \
                     and parts[i - 2][1].endswith(text[0]):
                 text, head = text[1:], re.escape(text[0]) + "?"
-            out.append(head + re.escape(text).replace("\\ ", " ") + tail)
+            # a line break inside a message: printed as written, or joined with one space where why reads wrapped lines
+            out.append(head + re.escape(text).replace("\\ ", " ").replace("\\\n", "\\s+") + tail)
             continue
         name, spec = p[1], p[2]
         base = re.sub(r"[^0-9a-zA-Z_]", "_", name)
@@ -175,7 +183,8 @@ def pattern_of(parts: list) -> tuple[str, dict]:
         if last and sub == r".*?":
             sub = r".*"
         out.append(("(?:struct |class )?" if sub == NAME_VALUE else "") + f"(?P<{group}>{sub})")
-    if parts and parts[-1][0] == LIT and len(parts[-1][1].strip()) >= 2 and re.search(r"[^.]\.$", parts[-1][1]):
+    if parts and parts[-1][0] == LIT and (len(parts[-1][1].strip()) >= 2 and re.search(r"[^.]\.$", parts[-1][1]) or (
+            parts[-1][1] == "." and len(out) > 1 and not out[-2].endswith(".*?)"))):
         out[-1] = out[-1] + "?"  # pasted messages often lose the final period
     return "".join(out), facts
 
