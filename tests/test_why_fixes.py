@@ -81,3 +81,18 @@ def test_a_messages_advice_is_not_cut_at_the_dot_of_a_name_or_a_version():
                                        "before tokenizing the input.",)
     versioned = "flash-attn is too old. Please upgrade flash-attn to 2.6.1 or later. Then retry."
     assert own_advice([versioned], 1) == ("as the message says: Please upgrade flash-attn to 2.6.1 or later.",)
+
+
+def test_a_loader_message_is_fixed_in_the_package_that_ships_the_file(cli):
+    """The loader prints "undefined symbol" for any extension; the fix is the package whose file it names."""
+    cases = {
+        "ImportError: /usr/local/lib/python3.10/dist-packages/sageattention/_qattn_sm80.cpython-310-x86_64-linux-gnu.so:"
+        " undefined symbol: _ZN3c104cuda9SetDeviceEi": "sageattention",
+        "ImportError: /root/sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda14ExchangeDeviceEa": "sgl-kernel",
+        "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory": "torch",
+    }
+    for text, package in cases.items():
+        code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+        fixes = json.loads(out)["cause"]["fixes"]
+        assert any(package in f for f in fixes), (package, fixes)
+        assert not any("the dynamic loader" in f for f in fixes), fixes

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from attndoctor.why.catalogue import load_catalogue
-from attndoctor.why.index import load_index
+from attndoctor.why.index import literal_of as index_literal, load_index
 from attndoctor.why.literals import required_literals
 from attndoctor.why.matcher import Windows
 from attndoctor.why.reader import read_text
@@ -91,6 +91,16 @@ def test_a_paste_that_ends_before_a_messages_advice_still_finds_it():
     assert hits and hits[0].groups.get("required") == "65538"
     # a first sentence with little of the message's own words stays unlooked-for: "Expected {} but got {}."
     assert not [h for h in read_text("Expected 3 but got 4.", entries).hits if h.entry.library == "triton"]
+
+
+def test_a_message_written_over_lines_is_found_on_the_lines_it_was_printed_on():
+    """torch/utils/cpp_extension.py's CUDA_MISMATCH_MESSAGE breaks its sentence over two lines."""
+    text = ("RuntimeError:\nThe detected CUDA version (12.1) mismatches the version that was used to compile\n"
+            "PyTorch (11.8). Please make sure to use the same CUDA versions.")
+    assert "pytorch" in {h.entry.library for h in read_text(text, load_index()).hits}
+    literal = index_literal("\nThe detected CUDA version ({v}) mismatches the version that was used to compile\n"
+                            "PyTorch ({t}). Please make sure to use the same CUDA versions.\n")
+    assert literal in text and "\n" not in literal
 
 
 def test_required_literals():

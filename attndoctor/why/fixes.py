@@ -101,12 +101,42 @@ def package_of(requires: tuple[str, ...]) -> str:
     return PIP_NAMES.get(own[0], PACKAGE_LABELS.get(own[0], own[0])).split("[")[0] if own else ""
 
 
+_SHIPPED = re.compile(r"(?P<path>[\w.\-/\\:]*?)(?P<file>[A-Za-z_][\w.\-]*?)\.(?:so|pyd|dll)\b")
+_TORCH_LIBRARY = re.compile(r"^lib(?:torch|c10|caffe2|shm)\w*$|^(?:torch|c10)\w*$")
+
+
+def shipped_by(text: str) -> str:
+    """The package whose compiled file a loader message names: its folder under site-packages, else the folder the
+    file lies in where that is a Python package's name, else the file's own name (flash_attn_2_cuda is flash-attn's,
+    libtorch_cuda torch's)."""
+    found = _SHIPPED.search(text)
+    if not found:
+        return ""
+    folders = [f for f in re.split(r"[/\\]", found.group("path")) if f]
+    stem = found.group("file").split(".")[0]
+    after = [folders[i + 1] for i, f in enumerate(folders[:-1]) if f in ("site-packages", "dist-packages")]
+    parent = folders[-1] if folders else ""
+    if after:
+        name = after[0]
+    elif _TORCH_LIBRARY.match(stem):
+        name = "torch"
+    elif stem.startswith("flash_attn"):
+        name = "flash_attn"
+    elif re.fullmatch(r"[a-z][a-z0-9_]*", parent) and parent not in ("lib", "lib64", "bin", "root", "tmp", "opt", "usr"):
+        name = parent
+    else:
+        name = stem.removeprefix("lib")
+    return name.lower().replace("_", "-")
+
+
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
                 packages: Mapping[str, str] | None = None) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 
     library = LABELS.get(entry.library, entry.library)
+    if entry.library == "loader":  # the loader prints it for any extension: the fix is the package's that ships it
+        library = shipped_by(text) or "the package that ships the file the message names"
     if topics and topics[0] == "install-missing":
         package = INSTALLABLE.search(text)
         if package:

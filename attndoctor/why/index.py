@@ -119,9 +119,10 @@ def _compiled_or_none(pattern: str | None) -> tuple[re.Pattern[str], ...]:
 
 
 def literal_of(template: str) -> str:
-    """The longest literal part of a message template, without the final stop people leave out when they quote it:
-    every printed form of the message contains it."""
-    parts = [p.strip().strip("`'\"").strip() for p in PLACEHOLDER.split(template.replace("{{", "\0").replace("}}", "\1"))]
+    """The longest literal part of a message template, within one of its lines and without the final stop people
+    leave out when they quote it: every printed form of the message contains it."""
+    pieces = PLACEHOLDER.split(template.replace("{{", "\0").replace("}}", "\1"))
+    parts = [p.strip().strip("`'\"").strip() for piece in pieces for p in piece.split("\n")]
     best = max(parts, key=len, default="").rstrip(".:;!, ")
     return best.replace("\0", "{").replace("\1", "}")
 

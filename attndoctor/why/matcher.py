@@ -371,7 +371,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             cause = f"{cause}; but {caveat}"
         fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else (() if ruled_out else distinct(
             f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) \
-            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, hit.text, packages))))
+            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, _line_of(reading, hit), packages))))
         fixes = with_alternative(fixes, backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
@@ -457,6 +457,11 @@ def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tup
         for rank, backend in enumerate(message_backends(entry, reading.framed or reading.backends)):
             out.setdefault(backend, []).append((hit.line, rank))
     return out
+
+
+def _line_of(reading: Any, hit: Any) -> str:
+    """The whole line a message was found on: a loader's message names its file before the match."""
+    return reading.lines[hit.line - 1] if 0 < hit.line <= len(reading.lines) else hit.text
 
 
 def _repeats(entry: Any, line: str) -> int:
