@@ -393,7 +393,10 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
     return env
 
 
-_NAMED = re.compile(r"^(?P<word>[A-Za-z][\w.\- ]*?)\s*(?:==|\s)\s*(?P<rest>v?\d\S*(?:\s*\([^()]*\))?)$")
+_NAMED = re.compile(r"^(?P<word>[A-Za-z][\w.\- ]*?)(?:\s+version)?\s*(?:==|:|\s)\s*(?P<rest>v?\d\S*(?:\s*\([^()]*\))?)$",
+                    re.I)
+_WHEEL = re.compile(r"^(?:.*/)?(?P<word>[A-Za-z][\w.]*)-(?P<rest>\d[^-]*)-(?:\d[^-]*-)?[^-]+-[^-]+-[^-]+\.whl$")
+"""A wheel's file name: name-version[-build]-python-abi-platform.whl (PEP 427)."""
 _REMARK = re.compile(r"^(?P<version>\S+)\s*\((?P<remark>[^()]*)\)$")
 _CUDA_TAG = re.compile(r"cu\d{3}", re.I)
 
@@ -406,9 +409,10 @@ def _package_word(word: str) -> str:
 
 def as_written(name: str, text: str) -> str:
     """A version as people write it, read past the package's own name before it (pip's torch==2.3.1, "libtorch
-    2.5.1") and a remark in parentheses after it ("2.0.4 (ROCm)"); a CUDA tag there is torch's wheel label
-    ("1.12 (cu116)" is 1.12+cu116). Text that does not read as a version that way is returned as given."""
-    found = _NAMED.match(text)
+    2.5.1", collect_env's "PyTorch version: 2.3.1", a wheel's file name) and a remark in parentheses after it
+    ("2.0.4 (ROCm)"); a CUDA tag there is torch's wheel label ("1.12 (cu116)" is 1.12+cu116). Text that does not read
+    as a version that way is returned as given."""
+    found = _WHEEL.match(text) or _NAMED.match(text)
     words = {_package_word(w) for w in (name, PIP_NAMES.get(name, ""), PACKAGE_LABELS.get(name, "")) if w}
     candidate = found.group("rest") if found and _package_word(found.group("word")) in words else text
     remark = _REMARK.match(candidate)

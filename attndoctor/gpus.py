@@ -26,9 +26,13 @@ _MEMORY = re.compile(r"(\d+)gb?")
 _COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
 """How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
 _OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|rocm|intel|arc [ab]\d{3}|"
-                           r"gaudi\d?|apple|mps)\b", re.I)
-"""Names of GPUs of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple): told apart from an
-unknown NVIDIA name, whose nearest known names help."""
+                           r"gaudi\d?|apple|mps|m[1-5](?: (?:pro|max|ultra))?|ascend|huawei|npu|tpu(?: ?v\d\w*)?|"
+                           r"xpu)\b", re.I)
+"""Names of accelerators of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple M chips, Huawei
+Ascend NPUs, Google TPUs): told apart from an unknown NVIDIA name, whose nearest known names help."""
+_CAPABILITY = re.compile(r"^(?:(?:cuda |compute )?capability|cc)?\s*[:=]?\s*\(?\s*(\d{1,2})\s*[.,]\s*(\d)\s*\)?$", re.I)
+"""A compute capability as nvidia-smi (compute_cap 8.6), torch.cuda.get_device_capability() ((8, 6)) and people
+("compute capability 7.5", "CC 8.9") write it."""
 _WORD = re.compile(r"[a-z]+|\d+")
 _SM_WORD = re.compile(rf"\b{_SM_TEXT}\b", re.I)
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")
@@ -274,13 +278,14 @@ def gpu_names() -> list[str]:
 
 
 def parse_sm(text: str) -> int | None:
-    """The compute capability in `sm90`, `sm_90`, `sm100a`, `compute_90` or `9.0` form, as 90; None otherwise."""
-    t = str(text).strip().lower()
+    """The compute capability in `sm90`, `sm_90`, `sm100a`, `compute_90`, `9.0`, `(9, 0)` or "compute capability 9.0"
+    form, as 90; None otherwise."""
+    t = re.sub(r"^(?:cuda |compute )?capability\s*[:=]?\s*(?=sm)", "", str(text).strip().lower())
     match = _SM_FORM.match(t)
     if match:
         sm = int(match.group(1))
     else:
-        match = _CC_FORM.match(t)
+        match = _CC_FORM.match(t) or _CAPABILITY.match(t)
         if not match:
             return None
         sm = int(match.group(1)) * 10 + int(match.group(2))

@@ -196,6 +196,14 @@ def test_parse_sm() -> None:
     assert parse_sm("sm_2") is None
 
 
+@pytest.mark.parametrize(("text", "sm"), [("compute capability 7.5", 75), ("Compute Capability: 8.6", 86),
+                                          ("CC 8.9", 89), ("capability (8, 6)", 86), ("(9, 0)", 90),
+                                          ("CUDA capability sm_120", 120)])
+def test_a_compute_capability_as_tools_and_people_print_it(text: str, sm: int) -> None:
+    """nvidia-smi --query-gpu=compute_cap, torch.cuda.get_device_capability() and the words people write."""
+    assert resolve_gpu(text) == (f"sm{sm}", sm)
+
+
 def _entry(**changes: object) -> str:
     fields = {"name": '"X1"', "aliases": '["x-1"]', "sm": "90", "memory_gib": "80", "bf16_tflops": "1",
               "fp16_tflops": "1", "fp8_tflops": "2", "bandwidth_gbs": "100", "source": '"https://example.com/x"'}
@@ -309,7 +317,8 @@ def test_a_contradictory_or_empty_name_stays_unknown(text: str) -> None:
         resolve_gpu(text)
 
 
-@pytest.mark.parametrize("text", ["MI350X", "AMD Radeon RX 9070 (gfx1201)", "AMD Instinct MI300X", "Intel Arc A770"])
+@pytest.mark.parametrize("text", ["MI350X", "AMD Radeon RX 9070 (gfx1201)", "AMD Instinct MI300X", "Intel Arc A770",
+                                  "Ascend 910B", "Huawei Ascend NPU", "Apple M2 Max", "M3 Ultra", "TPU v5e"])
 def test_another_vendor_gpu_is_named_as_such(text: str) -> None:
     with pytest.raises(UsageError, match="not an NVIDIA GPU"):
         resolve_gpu(text)

@@ -95,6 +95,9 @@ def test_a_word_that_is_no_version_nor_a_commit_is_still_refused(cli):
     ("torch", "1.12 (cu116)", "1.12+cu116"), ("torch", "libtorch 2.5.1", "2.5.1"), ("torch", "torch==2.3.1", "2.3.1"),
     ("torch", "PyTorch 2.4.0+cu121", "2.4.0+cu121"), ("flash_attn", "2.0.4 (ROCm)", "2.0.4"),
     ("flash_attn", "flash-attn==2.5.6", "2.5.6"), ("cudnn", "nvidia-cudnn-cu12==9.1.0.70", "9.1.0.70"),
+    ("torch", "PyTorch version: 2.3.1+cu121", "2.3.1+cu121"), ("driver", "Driver Version: 535.104.05", "535.104.05"),
+    ("flash_attn", "flash_attn-2.5.8+cu122torch2.3cxx11abiFALSE-cp310-cp310-linux_x86_64.whl",
+     "2.5.8+cu122torch2.3cxx11abiFALSE"), ("torch", "torch-2.4.0+cu121-cp311-cp311-linux_x86_64.whl", "2.4.0+cu121"),
 ])
 def test_a_version_as_people_write_it_is_read_past_its_package_name_and_remark(name, given, read):
     """pip's NAME==VERSION, a package name before the number, a remark in parentheses after it; a CUDA tag there
@@ -103,7 +106,8 @@ def test_a_version_as_people_write_it_is_read_past_its_package_name_and_remark(n
 
 
 @pytest.mark.parametrize(("name", "given"), [("torch", "flash-attn 2.5.6"), ("torch", "2.x (cu116)"),
-                                             ("flash_attn", "torch==2.3.1")])
+                                             ("flash_attn", "torch==2.3.1"),
+                                             ("flash_attn", "torch-2.4.0+cu121-cp311-cp311-linux_x86_64.whl")])
 def test_another_packages_name_or_no_number_is_still_refused(cli, name, given):
     code, _, err = cli("explain", "--gpu", "A100", "--hdim", "128", f"--{name.replace('_', '-')}", given)
     assert code == 2 and "is not a version" in err
