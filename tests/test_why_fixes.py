@@ -93,6 +93,8 @@ def test_a_loader_message_is_fixed_in_the_package_that_ships_the_file(cli):
     }
     for text, package in cases.items():
         code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
-        fixes = json.loads(out)["cause"]["fixes"]
+        cause = json.loads(out)["cause"]
+        fixes = cause["fixes"]
         assert any(package in f for f in fixes), (package, fixes)
+        assert cause["kind"] != "message" or cause["cause"].startswith(f"{package}'s compiled file does not load"), cause
         assert not any("the dynamic loader" in f for f in fixes), fixes

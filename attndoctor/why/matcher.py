@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from .fixes import distinct, fixed_value, generic_fix, own_advice, own_fix, package_of, rule_fixes
+from .fixes import distinct, fixed_value, generic_fix, own_advice, own_fix, package_of, rule_fixes, shipped_by
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
 
@@ -363,6 +363,9 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             score += OTHER_BACKEND
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
         cause = entry.meaning
+        shipper = shipped_by(_line_of(reading, hit)) if entry.library == "loader" else ""
+        if shipper:
+            cause = f"{shipper}'s compiled file does not load (the dynamic loader: {hit.text})"
         if ruled_out and not entry.fix:
             score += RULED_OUT_CAUSES
             caveat = (f"the facts given rule out every cause modelled for it ({', '.join(ruled_out)}): check that they "
