@@ -146,6 +146,10 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     ptxas = "ptxas /tmp/compile-ptx-src-ac38de, line 521; error   : Feature '.bf16' requires .target sm_80 or higher"
     assert "PTXAS-REQUIRES-NEWER-TARGET" in ids(ptxas)
     assert "PTXAS-REQUIRES-NEWER-TARGET" not in ids("ptxas fatal   : Ptx assembly aborted due to errors")
+    dispatch = ("RuntimeError: BatchPrefillWithPagedKVCachePyTorchWrapper::Forward(at::Tensor, bool)::<lambda()>::"
+                "<lambda()> failed to dispatch group_size 5")
+    assert "FLASHINFER-FAILED-TO-DISPATCH" in ids(dispatch)
+    assert "FLASHINFER-FAILED-TO-DISPATCH" not in ids("failed to dispatch the request to worker 3")
     stub = "FATAL: FlashAttention requires building with sm version sm80-sm90, but was built for < 8.0!"
     assert "FA2-KERNEL-BUILT-BELOW-SM80" in ids(stub)
     assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
