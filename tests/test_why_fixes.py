@@ -98,3 +98,19 @@ def test_a_loader_message_is_fixed_in_the_package_that_ships_the_file(cli):
         assert any(package in f for f in fixes), (package, fixes)
         assert cause["kind"] != "message" or cause["cause"].startswith(f"{package}'s compiled file does not load"), cause
         assert not any("the dynamic loader" in f for f in fixes), fixes
+
+
+def test_a_reason_of_xformers_cutlass_operator_outranks_those_of_operators_ruled_out_anyway(cli):
+    """xformers lists every operator's reasons; the cutlass operator is the one that runs where no other does."""
+    text = """NotImplementedError: No operator found for `memory_efficient_attention_backward` with inputs:
+     query       : shape=(16, 4096, 1, 80) (torch.float16)
+     attn_bias   : <class 'torch.Tensor'>
+`cutlassB` is not supported because:
+    Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096)/ expected: (16, 1, 4096, 4096))
+`smallkB` is not supported because:
+    dtype=torch.float16 (supported: {torch.float32})
+    unsupported embed per head: 80"""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    cause = json.loads(out)["cause"]
+    assert "Broadcasting" in cause["cause"] or "bias" in cause["topics"], cause
+    assert "head-dim" not in cause["topics"]

@@ -81,6 +81,7 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert text_topics("operator wasn't built - see `python -m xformers.info`") == ("install-missing",)
     assert "install-arch" in text_topics("SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.")
     assert "install-arch" not in text_topics("FlashAttention is not available on this device")
+    assert "bias" in text_topics("Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096))")
     assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
 
 

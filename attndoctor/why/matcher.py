@@ -41,6 +41,10 @@ ERROR_LINE, LAST_ERROR = 0.3, 0.3
 REPEATED, REPEATED_MAX = 0.2, 0.6
 """A message its line repeats (the reason every refused backend gives in one "No valid backend ... Reasons: {...}"
 line) beats one reason of one backend."""
+FALLBACK_OP = 0.4
+"""Added to a reason xformers gives for its cutlass operator, the one that runs where no other does: the reasons of
+an operator the GPU or the build rules out anyway (fa3F before Hopper, an unbuilt flash op) are not what to fix."""
+_XFORMERS_OP = re.compile(r"^\s*`(?P<op>[\w@.\-]+)` is not supported because:")
 MESSAGE_ALONE = 1.5
 """Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
 a hypothesis, the message's own cause is what the text shows."""
@@ -354,6 +358,9 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         elif entry.kind == "log" and not entry.fix:
             score += LOG_CAUSE
         reasons = [f"line {hit.line} is this {entry.library} {entry.kind}"]
+        if entry.library == "xformers" and _xformers_op(reading.lines, hit.line).startswith("cutlass"):
+            score += FALLBACK_OP
+            reasons.append("it is a reason of xformers' cutlass operator, the one that runs where no other does")
         repeats = _repeats(entry, reading.lines[hit.line - 1]) if 0 < hit.line <= len(reading.lines) else 1
         if repeats > 1:
             score += min(REPEATED_MAX, REPEATED * (repeats - 1))
@@ -460,6 +467,15 @@ def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tup
         for rank, backend in enumerate(message_backends(entry, reading.framed or reading.backends)):
             out.setdefault(backend, []).append((hit.line, rank))
     return out
+
+
+def _xformers_op(lines: Sequence[str], number: int) -> str:
+    """The operator whose list of reasons ("`cutlassF-pt` is not supported because:") a line belongs to."""
+    for line in reversed(lines[max(0, number - 12):number - 1]):
+        found = _XFORMERS_OP.match(line)
+        if found:
+            return found.group("op")
+    return ""
 
 
 def _line_of(reading: Any, hit: Any) -> str:
