@@ -26,7 +26,7 @@ _MEMORY = re.compile(r"(\d+)gb?")
 _COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
 """How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
 _OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|rocm|intel|arc [ab]\d{3}|"
-                           r"gaudi\d?|apple|mps|m[1-5](?: (?:pro|max|ultra))?|ascend|huawei|npu|tpu(?: ?v\d\w*)?|"
+                           r"gaudi\d?|apple|mps|m[1-5] (?:pro|max|ultra)|ascend|huawei|npu|tpu(?: ?v\d\w*)?|"
                            r"xpu)\b", re.I)
 """Names of accelerators of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple M chips, Huawei
 Ascend NPUs, Google TPUs): told apart from an unknown NVIDIA name, whose nearest known names help."""
