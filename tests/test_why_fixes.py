@@ -114,3 +114,13 @@ def test_a_reason_of_xformers_cutlass_operator_outranks_those_of_operators_ruled
     cause = json.loads(out)["cause"]
     assert "Broadcasting" in cause["cause"] or "bias" in cause["topics"], cause
     assert "head-dim" not in cause["topics"]
+
+
+def test_a_library_error_a_catalogue_entry_explains_on_its_line_is_not_a_bare_failure(cli):
+    """xformers' "can't load C++/CUDA extensions" names its cause (a build for another torch); the torch it reports
+    (1.12) must not make "no SDPA before torch 2.0" the refusal behind a reasonless failure."""
+    text = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 1.13.1+cu117 with CUDA 1107 (you have 1.12.1+cu113)\n"
+            "    Python  3.10.9 (you have 3.10.9)")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    assert json.loads(out)["cause"]["id"] == "XFORMERS-CANNOT-LOAD-EXTENSIONS"

@@ -331,7 +331,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
     out: list[Candidate] = []
     named = set(reading.backends)
-    curated = {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact"}
+    curated = _curated_lines(reading)
     errors = [h.line for h in reading.hits if h.entry.kind == "error"]
     last_error = max(errors, default=0)
     against, where = (set(reading.framed), "'s frames") if reading.framed else (named, "")
@@ -456,17 +456,23 @@ def message_backends(entry: Any, named: Sequence[str]) -> tuple[str, ...]:
 def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tuple[int, int]]]:
     """backend -> (line, rank) of the errors about it that say nothing more specific ("No valid engine configs for
     ...", "cudnnFinalize Failed"), rank 0 for the backend the message is first about: where the facts make the backend
-    refuse the config, that refusal is their cause."""
+    refuse the config, that refusal is their cause. A line a hand-written entry explains has said more already."""
     out: dict[str, list[tuple[int, int]]] = {}
+    curated = _curated_lines(reading)
     for hit in reading.hits:
         entry = hit.entry
-        if entry.kind != "error" or entry.rules or entry.install or entry.fix:
+        if entry.kind != "error" or entry.rules or entry.install or entry.fix or entry.indexed and hit.line in curated:
             continue
         if entry_topics(entry, rules) != ("other",):
             continue
         for rank, backend in enumerate(message_backends(entry, reading.framed or reading.backends)):
             out.setdefault(backend, []).append((hit.line, rank))
     return out
+
+
+def _curated_lines(reading: Any) -> set[int]:
+    """Lines a hand-written entry explains: an index message there says nothing more (and is no bare failure)."""
+    return {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact"}
 
 
 def _xformers_op(lines: Sequence[str], number: int) -> str:
