@@ -150,6 +150,9 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
                 "<lambda()> failed to dispatch group_size 5")
     assert "FLASHINFER-FAILED-TO-DISPATCH" in ids(dispatch)
     assert "FLASHINFER-FAILED-TO-DISPATCH" not in ids("failed to dispatch the request to worker 3")
+    llvm = "'sm_120' is not a recognized processor for this target (ignoring processor)"
+    assert "LLVM-UNKNOWN-GPU-PROCESSOR" in ids(llvm)
+    assert "LLVM-UNKNOWN-GPU-PROCESSOR" not in ids("'+ptx88' is not a recognized feature for this target (ignoring feature)")
     stub = "FATAL: FlashAttention requires building with sm version sm80-sm90, but was built for < 8.0!"
     assert "FA2-KERNEL-BUILT-BELOW-SM80" in ids(stub)
     assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
