@@ -92,6 +92,8 @@ def test_sdpas_shared_checks_name_the_backends_that_run_them_and_a_kernels_own_s
     assert backends_for("pytorch", shared, "Flash attention requires q,k,v to have the same last dimension") == \
         ["sdpa-flash"]
     assert backends_for("pytorch", "torch/nn/functional.py", "key_padding_mask must be a bool tensor") == []
+    assert backends_for("pytorch", "aten/src/ATen/native/transformers/cuda/attention.cu",
+                        "cutlassF: no kernel found to launch!", ["_efficient_attention_forward"]) == ["sdpa-efficient"]
 
 
 def test_a_size_placeholder_takes_a_number_or_a_tuple():
@@ -135,6 +137,14 @@ def test_a_message_written_over_lines_is_found_as_a_terminal_shows_it_or_joined(
               "make sure to use the same CUDA versions.")
     assert re.search(pattern, "RuntimeError: " + joined)
     assert not re.search(pattern, "RuntimeError: The detected CUDA version (12.1) is fine")
+
+
+def test_pythons_own_wording_raised_by_a_library_is_no_message_of_it():
+    """cudnn/_pygraph.py raises AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")."""
+    from tools.messages.model import skip_reason
+    assert skip_reason([(PH, "type_self_name", ""), (LIT, " object has no attribute "), (PH, "name", "")]) == \
+        "Python's own wording"
+    assert skip_reason([(LIT, "'SDPA' object has no attribute 'sdpa_backend' before cudnn 9"), (PH, "x", "")]) is None
 
 
 def test_megatron_core_tags_are_versions():

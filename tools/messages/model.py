@@ -223,6 +223,9 @@ GENERIC = {
     "not implemented", "not supported", "unsupported", "invalid", "error", "unreachable", "todo",
     "should not reach here", "unknown", "internal error",
 }
+PYTHON_OWN = {"object has no attribute", "has no attribute", "got an unexpected keyword argument", "object is not callable",
+              "object is not subscriptable", "object is not iterable"}
+"""Python's own error texts, which a library sometimes raises word for word: any code prints them."""
 
 
 def skip_reason(parts: list) -> str | None:
@@ -237,4 +240,6 @@ def skip_reason(parts: list) -> str | None:
         return "fewer than 3 literal words"
     if normalize(lits).strip(" .:!").lower() in GENERIC:
         return "generic text"
+    if normalize(re.sub(r"[`'\"]", "", lits)).strip(" .:!").lower() in PYTHON_OWN:
+        return "Python's own wording"
     return None

@@ -374,7 +374,8 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
             fn = scope[-1]
             if fn == "validate_sdpa_input":  # what scaled_dot_product_attention checks before it picks a backend
                 return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
-            for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient")):
+            for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient"),
+                           ("efficient_attention", "sdpa-efficient")):
                 if key in fn:
                     return [b]
     elif library in FRAMEWORKS:
