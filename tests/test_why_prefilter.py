@@ -153,6 +153,13 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     llvm = "'sm_120' is not a recognized processor for this target (ignoring processor)"
     assert "LLVM-UNKNOWN-GPU-PROCESSOR" in ids(llvm)
     assert "LLVM-UNKNOWN-GPU-PROCESSOR" not in ids("'+ptx88' is not a recognized feature for this target (ignoring feature)")
+    assert "FA-UNDEFINED-SYMBOL" in ids("flash_attn_2_cuda.cpython-39-x86_64-linux-gnu.so: undefined symbol:")
+    assert "PY-NAME-FLASH-ATTN-NOT-DEFINED" in ids("NameError: name 'flash_attn_unpadded_func' is not defined")
+    assert "PY-NAME-FLASH-ATTN-NOT-DEFINED" not in ids("NameError: name 'rearrange' is not defined")
+    assert "PY-NO-MODULE-COMPILED-EXTENSION" in ids("ModuleNotFoundError: No module named 'flex_head_fa_2_cuda'")
+    assert "PY-NO-MODULE-COMPILED-EXTENSION" not in ids("ModuleNotFoundError: No module named 'einops'")
+    assert "XFORMERS-TENSORS-ON-CPU" in ids("`cutlassF` is not supported because:\n    device=cpu (supported: {'cuda'})")
+    assert "XFORMERS-TENSORS-ON-CPU" not in ids("    device=cuda (supported: {'cpu'})")
     stub = "FATAL: FlashAttention requires building with sm version sm80-sm90, but was built for < 8.0!"
     assert "FA2-KERNEL-BUILT-BELOW-SM80" in ids(stub)
     assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
