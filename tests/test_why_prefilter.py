@@ -160,6 +160,8 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     assert "PY-NO-MODULE-COMPILED-EXTENSION" not in ids("ModuleNotFoundError: No module named 'einops'")
     assert "XFORMERS-TENSORS-ON-CPU" in ids("`cutlassF` is not supported because:\n    device=cpu (supported: {'cuda'})")
     assert "XFORMERS-TENSORS-ON-CPU" not in ids("    device=cuda (supported: {'cpu'})")
+    assert "SDPA-EFF-NO-KERNEL" in ids("RuntimeError: cutlassF: no kernel found to launch!")
+    assert "SDPA-EFF-NO-KERNEL" not in ids("RuntimeError: no kernel image is available for execution on the device")
     stub = "FATAL: FlashAttention requires building with sm version sm80-sm90, but was built for < 8.0!"
     assert "FA2-KERNEL-BUILT-BELOW-SM80" in ids(stub)
     assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
