@@ -365,7 +365,12 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
                     f"--{name.replace('_', '-')} {text}: a build from source at a commit; which release it matches is "
                     f"not known, so verdicts that depend on {PACKAGE_LABELS.get(name, name)} say so")})
             else:
-                text = as_written(name, text)
+                given, text = text, as_written(name, text)
+                remark = _REMARK.match(given.split("==")[-1].strip())
+                if remark and not _CUDA_TAG.fullmatch(remark.group("remark").strip()) and text != given:
+                    env.notes.append({"kind": "version-remark", "severity": "info", "message": (
+                        f"--{name.replace('_', '-')} {given}: read as {text}; the remark '{remark.group('remark').strip()}'"
+                        " is not modelled (the rules model the release's CUDA builds)")})
                 if name == "cudnn":
                     text = cudnn_from_integer(text)
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)

@@ -111,3 +111,11 @@ def test_a_version_as_people_write_it_is_read_past_its_package_name_and_remark(n
 def test_another_packages_name_or_no_number_is_still_refused(cli, name, given):
     code, _, err = cli("explain", "--gpu", "A100", "--hdim", "128", f"--{name.replace('_', '-')}", given)
     assert code == 2 and "is not a version" in err
+
+
+def test_a_remark_read_past_is_said(cli):
+    """'2.0.4 (ROCm)' is read as 2.0.4 with an info note: the rules model CUDA builds, not the remark."""
+    env = environment_from_flags({"flash_attn": "2.0.4 (ROCm)"})
+    assert any(n["kind"] == "version-remark" and "ROCm" in n["message"] for n in env.notes)
+    assert not environment_from_flags({"torch": "1.12 (cu116)"}).notes
+    assert not environment_from_flags({"torch": "torch==2.3.1"}).notes
