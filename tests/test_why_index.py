@@ -10,7 +10,7 @@ import pytest
 from attndoctor.errors import RuleError
 from attndoctor.why.index import LazyPattern, literal_of, load_index, to_entry
 from attndoctor.why.reader import read_text
-from attndoctor.why.topics import TOPICS, rule_topics, text_topics
+from attndoctor.why.topics import TOPICS, entry_topics, rule_topics, text_topics
 
 RECORD = {
     "id": "flash-attn-0123456789ab", "library": "flash-attn", "kind": "error",
@@ -81,6 +81,9 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert text_topics("operator wasn't built - see `python -m xformers.info`") == ("install-missing",)
     assert "install-arch" in text_topics("SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.")
     assert "install-arch" not in text_topics("FlashAttention is not available on this device")
+    # "{class_name} does not support Flash Attention {flash_attn_version} yet"
+    flash = next(e for e in load_index() if e.id == "TRANSFORMERS-0EF22806E9D8")
+    assert "version-mismatch" not in entry_topics(flash, base)
     assert "bias" in text_topics("Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096))")
     assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
 

@@ -73,6 +73,10 @@ def text_topics(*texts: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for pattern, t in WORD_TOPICS if pattern.search(joined)))
 
 
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
+"""A placeholder's name in an index pattern ({flash_attn_version}) is the source's variable, not the message's words."""
+
+
 def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
     """A catalogue or index message's kinds: its install kind, else its rules' kinds, else its own words."""
     if getattr(entry, "topic", ""):
@@ -80,7 +84,8 @@ def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
     if getattr(entry, "install", ""):
         return (INSTALL_TOPICS.get(entry.install, "install-missing"),)
     linked = [t for rid in getattr(entry, "rules", ()) if rid in rules for t in rule_topics(rules[rid])]
-    words = re.sub(r"\\(.)", r"\1", getattr(entry, "pattern", None) and entry.pattern.pattern or "")
+    pattern = getattr(entry, "pattern", None) and entry.pattern.pattern or ""
+    words = re.sub(r"\\(.)", r"\1", _GROUP_NAME.sub("(", pattern) if getattr(entry, "indexed", False) else pattern)
     own = text_topics(words, getattr(entry, "note", ""))
     if getattr(entry, "indexed", False):
         return tuple(dict.fromkeys(own + tuple(linked))) or ("other",)
