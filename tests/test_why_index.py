@@ -84,6 +84,7 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     # "{class_name} does not support Flash Attention {flash_attn_version} yet"
     flash = next(e for e in load_index() if e.id == "TRANSFORMERS-0EF22806E9D8")
     assert "version-mismatch" not in entry_topics(flash, base)
+    assert text_topics("failed to dispatch data type Float") == ("dtype",)
     assert "bias" in text_topics("Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096))")
     assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
 

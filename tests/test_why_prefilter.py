@@ -150,6 +150,8 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
                 "<lambda()> failed to dispatch group_size 5")
     assert "FLASHINFER-FAILED-TO-DISPATCH" in ids(dispatch)
     assert "FLASHINFER-FAILED-TO-DISPATCH" not in ids("failed to dispatch the request to worker 3")
+    sage = "qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf(at::Tensor, int) failed to dispatch data type Float"
+    assert "FLASHINFER-FAILED-TO-DISPATCH" not in ids(sage)
     llvm = "'sm_120' is not a recognized processor for this target (ignoring processor)"
     assert "LLVM-UNKNOWN-GPU-PROCESSOR" in ids(llvm)
     assert "LLVM-UNKNOWN-GPU-PROCESSOR" not in ids("'+ptx88' is not a recognized feature for this target (ignoring feature)")

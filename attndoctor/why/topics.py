@@ -26,7 +26,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
      r"\bd_?(?:qk|v)\b", "head-dim"),
     (r"compute capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|\barch",
      "gpu-arch"),
-    (r"\bdtype|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
+    (r"\bdtype|\bdata type|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2|kv[_ -]?cache[_ -]?dtype", "fp8"),
     (r"causal|attn_mask|mask|block sparsity|sparse_block_size|padding[_ ]side", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
     (r"alibi|\bbias\b|\battn_bias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads|group_size", "gqa"),
