@@ -365,12 +365,12 @@ def environment_from_flags(values: Mapping[str, Any], *, source: str = "what-if"
                     f"--{name.replace('_', '-')} {text}: a build from source at a commit; which release it matches is "
                     f"not known, so verdicts that depend on {PACKAGE_LABELS.get(name, name)} say so")})
             else:
-                given, text = text, as_written(name, text)
-                remark = _REMARK.match(given.split("==")[-1].strip())
-                if remark and not _CUDA_TAG.fullmatch(remark.group("remark").strip()) and text != given:
+                given = text
+                text, remark = as_written(name, text)
+                if remark:
                     env.notes.append({"kind": "version-remark", "severity": "info", "message": (
-                        f"--{name.replace('_', '-')} {given}: read as {text}; the remark '{remark.group('remark').strip()}'"
-                        " is not modelled (the rules model the release's CUDA builds)")})
+                        f"--{name.replace('_', '-')} {given}: read as {text}; the remark '{remark}' is not modelled "
+                        "(the rules model the release's CUDA builds)")})
                 if name == "cudnn":
                     text = cudnn_from_integer(text)
                 parsed = parse_version(text, what=f"--{name.replace('_', '-')}", strict=True)
@@ -412,25 +412,28 @@ def _package_word(word: str) -> str:
     return re.sub(r"cu\d+$", "", re.sub(r"^(?:lib|nvidia)", "", word))
 
 
-def as_written(name: str, text: str) -> str:
-    """A version as people write it, read past the package's own name before it (pip's torch==2.3.1, "libtorch
-    2.5.1", collect_env's "PyTorch version: 2.3.1", a wheel's file name) and a remark in parentheses after it
-    ("2.0.4 (ROCm)"); a CUDA tag there is torch's wheel label ("1.12 (cu116)" is 1.12+cu116). Text that does not read
-    as a version that way is returned as given."""
+def as_written(name: str, text: str) -> tuple[str, str]:
+    """(version, the remark read past) for a version as people write it: past the package's own name before it
+    (pip's torch==2.3.1, "libtorch 2.5.1", collect_env's "PyTorch version: 2.3.1", a wheel's file name) and a remark
+    in parentheses after it ("2.0.4 (ROCm)"); a CUDA tag there is torch's wheel label ("1.12 (cu116)" is 1.12+cu116,
+    no remark). Text that does not read as a version that way is returned as given, with no remark."""
     found = _WHEEL.match(text) or _NAMED.match(text)
     words = {_package_word(w) for w in (name, PIP_NAMES.get(name, ""), PACKAGE_LABELS.get(name, "")) if w}
     candidate = found.group("rest") if found and _package_word(found.group("word")) in words else text
-    remark = _REMARK.match(candidate)
-    if remark:
-        tag = remark.group("remark").strip()
-        candidate = remark.group("version")
-        if name == "torch" and "+" not in candidate and _CUDA_TAG.fullmatch(tag):
-            candidate = f"{candidate}+{tag.lower()}"
+    remark = ""
+    parts = _REMARK.match(candidate)
+    if parts:
+        remark = parts.group("remark").strip()
+        candidate = parts.group("version")
+        if _CUDA_TAG.fullmatch(remark):
+            if name == "torch" and "+" not in candidate:
+                candidate = f"{candidate}+{remark.lower()}"
+            remark = ""
     try:
         Version(candidate)
     except InvalidVersion:
-        return text
-    return candidate
+        return text, ""
+    return candidate, remark
 
 
 SOURCE_BUILD = re.compile(r"^(?:\S*@)?(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")

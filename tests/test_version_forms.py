@@ -117,5 +117,7 @@ def test_a_remark_read_past_is_said(cli):
     """'2.0.4 (ROCm)' is read as 2.0.4 with an info note: the rules model CUDA builds, not the remark."""
     env = environment_from_flags({"flash_attn": "2.0.4 (ROCm)"})
     assert any(n["kind"] == "version-remark" and "ROCm" in n["message"] for n in env.notes)
+    named = environment_from_flags({"torch": "libtorch 2.5.1 (nightly)"})
+    assert named.versions["torch"] == "2.5.1" and any("'nightly'" in n["message"] for n in named.notes)
     assert not environment_from_flags({"torch": "1.12 (cu116)"}).notes
     assert not environment_from_flags({"torch": "torch==2.3.1"}).notes

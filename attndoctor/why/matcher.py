@@ -370,7 +370,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             score += OTHER_BACKEND
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")
         cause = entry.meaning
-        shipper = shipped_by(_line_of(reading, hit)) if entry.library == "loader" else ""
+        line = _line_of(reading, hit)
+        shipper = shipped_by(line) if entry.library == "loader" else ""
         if shipper:
             cause = f"{shipper}'s compiled file does not load (the dynamic loader: {hit.text})"
         if ruled_out and not entry.fix:
@@ -381,7 +382,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             cause = f"{cause}; but {caveat}"
         fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else (() if ruled_out else distinct(
             f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) \
-            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, _line_of(reading, hit), packages))))
+            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages))))
         fixes = with_alternative(fixes, backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),

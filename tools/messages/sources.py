@@ -263,6 +263,8 @@ SOURCES = [
     },
 ]
 
+SDPA = ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+"""Every backend of PyTorch's scaled_dot_product_attention."""
 TRAINING = ("megatron", "ms-swift", "unsloth", "axolotl")
 """Training frameworks: every backend their message names counts (a check may list several implementations)."""
 FRAMEWORKS = ("transformers", "vllm", "sglang", "diffusers", "tgi")
@@ -291,10 +293,10 @@ TEXT_BACKENDS = [
     (re.compile(r"\bflex[_ ]?attention|FlexAttention|FLEX_ATTENTION", re.I), "flex-attention",
      {*FRAMEWORKS, *TRAINING}),
     (re.compile(r"\bsdpa\b|SdpaAttention|scaled_dot_product_attention|native attention", re.I),
-     "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl", "vllm",
+     ",".join(SDPA), {"transformers", "diffusers", "ms-swift", "unsloth", "axolotl", "vllm",
                                                        "sglang"}),
     # axolotl's `sdp_attention: true` selects torch's scaled_dot_product_attention
-    (re.compile(r"\bsdp_attention\b"), "sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math", {"axolotl"}),
+    (re.compile(r"\bsdp_attention\b"), ",".join(SDPA), {"axolotl"}),
     # these frameworks' flash option and the flash-attn package they import are FlashAttention-2 unless a version is
     # named (transformers' "Flash Attention version of Qwen2_5_VL" is its flash_attention_2 path); a gloss in
     # parentheses ("Xformers (Flash Attention)") describes another library
@@ -335,12 +337,12 @@ def default_backends(library: str, path: str) -> list:
     if library == "transformers" and re.search(r"flash_attention|flash_attn", path):
         return ["flash-attn-2"]
     if library == "transformers" and re.search(r"sdpa_attention", path):
-        return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+        return list(SDPA)
     if library in ("vllm", "sglang") and re.search(r"flex_attention|torch_flex_backend", path):
         return ["flex-attention"]
     if library == "vllm" and re.search(r"/attention/backends/torch_sdpa\.py$", path) or \
             library == "sglang" and path.endswith("/attention/torch_native_backend.py"):
-        return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+        return list(SDPA)
     if library == "vllm" and re.search(r"^vllm/(v1/)?attention/backends/flash_attn\.py$", path):
         # this backend calls vllm_flash_attn at version 2 or 3 by GPU (vllm/attention/utils/fa_utils.py@wheel:vllm-0.11.0:36)
         return ["flash-attn-2", "flash-attn-3"]
@@ -373,7 +375,7 @@ def backends_for(library: str, path: str, template: str, scope: list = ()) -> li
         if library == "pytorch" and scope:
             fn = scope[-1]
             if fn == "validate_sdpa_input":  # what scaled_dot_product_attention checks before it picks a backend
-                return ["sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+                return list(SDPA)
             for key, b in (("cudnn", "sdpa-cudnn"), ("flash", "sdpa-flash"), ("mem_eff", "sdpa-efficient"),
                            ("efficient_attention", "sdpa-efficient")):
                 if key in fn:
