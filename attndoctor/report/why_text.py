@@ -28,7 +28,9 @@ def why_document(answer: Any) -> dict[str, Any]:
         "understood": {
             "lines": len(reading.lines),
             "messages": [{"id": h.entry.id, "library": h.entry.library, "kind": h.entry.kind, "line": h.line,
-                          "text": h.text[:TEXT_SHOWN], "meaning": h.entry.meaning} for h in reading.hits if h.entry.kind != "fact"],
+                          "text": h.text[:TEXT_SHOWN], "meaning": h.entry.meaning,
+                          **({"resembles": h.resembles} if h.resembles else {})}
+                         for h in reading.hits if h.entry.kind != "fact"],
             "facts": {f.field: {"value": f.value, "line": f.line, "from": f.entry} for f in reading.facts.values()},
             "backends": list(reading.backends),
             "env_vars": dict(reading.env_vars),
@@ -67,8 +69,8 @@ def render_why_text(answer: Any, stream: IO[str], **_: Any) -> None:
         if hit.entry.id in seen:
             continue
         seen.add(hit.entry.id)
-        console.print(Text(f"  line {hit.line}: ").append(hit.entry.library, style="bold").append(
-            f" {hit.entry.kind}: {hit.entry.meaning}"))
+        console.print(Text(f"  line {hit.line}: " + ("resembles " if hit.resembles else "")).append(
+            hit.entry.library, style="bold").append(f" {hit.entry.kind}: {hit.entry.meaning}"))
     if reading.facts:
         facts = ", ".join(f"{f.field} {f.value}" for f in reading.facts.values())
         console.print(f"  facts: {facts}")

@@ -63,6 +63,8 @@ class CatalogueEntry(NamedTuple):
     binary interface)."""
     indexed: bool = False
     """Read from a library's source by tools/messages (the message index), not written by hand."""
+    template: str = ""
+    """The message as its source writes it, placeholders as `{name}` (index entries only): its words."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

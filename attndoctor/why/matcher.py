@@ -45,6 +45,8 @@ FALLBACK_OP = 0.4
 """Added to a reason xformers gives for its cutlass operator, the one that runs where no other does: the reasons of
 an operator the GPU or the build rules out anyway (fa3F before Hopper, an unbuilt flash op) are not what to fix."""
 _XFORMERS_OP = re.compile(r"^\s*`(?P<op>[\w@.\-]+)` is not supported because:")
+RESEMBLED = -0.5
+"""Added to a message the text holds only in other words (why.resemble): probably it, from a release not read."""
 MESSAGE_ALONE = 1.5
 """Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
 a hypothesis, the message's own cause is what the text shows."""
@@ -358,6 +360,10 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         elif entry.kind == "log" and not entry.fix:
             score += LOG_CAUSE
         reasons = [f"line {hit.line} is this {entry.library} {entry.kind}"]
+        if hit.resembles:
+            score += RESEMBLED
+            reasons[0] = (f"line {hit.line} resembles this {entry.library} {entry.kind} ({hit.resembles:.0%} of the "
+                          "words in common): the same check, probably from a release whose wording was not read")
         if entry.library == "xformers" and _xformers_op(reading.lines, hit.line).startswith("cutlass"):
             score += FALLBACK_OP
             reasons.append("it is a reason of xformers' cutlass operator, the one that runs where no other does")

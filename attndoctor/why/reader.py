@@ -73,6 +73,8 @@ class Hit(NamedTuple):
     """Where the match is on its line."""
     literal: tuple[tuple[int, int], ...] = ()
     """The stretches of its line that are the message's own words, not the values it printed into them."""
+    resembles: float = 0.0
+    """Not the message's wording but most of its words (this share): another release's form of it (why.resemble)."""
 
 
 class Fact(NamedTuple):
@@ -134,7 +136,11 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     if not text.strip():
         raise UsageError("the text is empty; give the error message, a log (--log FILE) or pipe one in")
     lines = tuple(line[:MAX_LINE].translate(_TYPOGRAPHIC) for line in text.splitlines())
-    hits = _find_hits(lines, tuple(catalogue))
+    entries = tuple(catalogue)
+    hits = _find_hits(lines, entries)
+    from .resemble import resembling_hits
+
+    hits += resembling_hits(lines, hits, entries, Hit)
     found = _Collected()
     for hit in hits:
         if not _quoted(hit, hits):

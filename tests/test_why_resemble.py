@@ -1,0 +1,61 @@
+"""A line that holds an index message in other words (a release the index did not read reworded it, or joined two
+strings without their space) is read as that message, said to resemble it, and ranked below an exact one."""
+
+from __future__ import annotations
+
+import json
+
+from attndoctor.why.index import load_index
+from attndoctor.why.reader import read_text
+
+RECORD = {
+    "id": "vllm-0123456789ab", "library": "vllm", "kind": "warning",
+    "template": "Please use Flashinfer backend for models with logits_soft_cap (i.e., Gemma-2). Otherwise, the output "
+                "might be wrong. Set Flashinfer backend by export VLLM_ATTENTION_BACKEND=FLASHINFER.",
+    "pattern": r"Please\ use\ Flashinfer\ backend\ for\ models\ with\ logits_soft_cap\ \(i\.e\.,\ Gemma\-2\)\.\ "
+               r"Otherwise,\ the\ output\ might\ be\ wrong\.\ Set\ Flashinfer\ backend\ by\ export\ "
+               r"VLLM_ATTENTION_BACKEND=FLASHINFER\.",
+    "facts": {}, "condition": "", "backend": [],
+    "sources": [{"repo": "vllm-project/vllm", "path": "vllm/attention/backends/flash_attn.py", "ref": "v0.5.3"}],
+}
+JOINED = ("WARNING: Please use Flashinfer backend for models withlogits_soft_cap (i.e., Gemma-2). Otherwise, the "
+          "output might be wrong. Set Flashinfer backend by export VLLM_ATTENTION_BACKEND=FLASHINFER.")
+
+
+def entries(tmp_path):
+    (tmp_path / "vllm.jsonl").write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
+    load_index.cache_clear()
+    try:
+        return load_index(str(tmp_path))
+    finally:
+        load_index.cache_clear()
+
+
+def test_a_line_with_the_messages_words_resembles_it(tmp_path):
+    reading = read_text(JOINED, entries(tmp_path))
+    assert [(h.entry.id, h.line) for h in reading.hits] == [("VLLM-0123456789AB", 1)]
+    assert 0.65 <= reading.hits[0].resembles < 1
+
+
+def test_the_exact_message_is_not_a_resemblance(tmp_path):
+    exact = JOINED.replace("withlogits", "with logits")
+    reading = read_text(exact, entries(tmp_path))
+    assert [h.resembles for h in reading.hits] == [0.0]
+
+
+def test_a_code_line_or_a_frame_naming_a_few_of_its_words_is_not_the_message(tmp_path):
+    text = ('  File "/x/vllm/attention/backends/flashinfer.py", line 12, in forward\n'
+            "    backend = use_flashinfer_backend(models, logits_soft_cap)\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert read_text(text, entries(tmp_path)).hits == ()
+
+
+def test_why_names_a_resembled_message_as_the_cause_and_says_it_resembles(cli):
+    code, out, _ = cli("why", "--no-here", "--format", "json", JOINED)
+    doc = json.loads(out)
+    [message] = [m for m in doc["understood"]["messages"] if m["line"] == 1]
+    assert message["library"] == "vllm" and 0.65 <= message["resembles"] < 1
+    assert code == 0 and doc["cause"]["id"] == message["id"]
+    assert "resembles" in doc["cause"]["reasons"][0] and "softcap" in doc["cause"]["topics"]
+    _, text, _ = cli("why", "--no-here", JOINED)
+    assert "line 1: resembles vllm" in text
