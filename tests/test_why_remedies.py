@@ -53,8 +53,19 @@ def test_an_undefined_symbol_in_transformer_engine_says_to_rebuild_transformer_e
 
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
-    assert set(load_remedies()) <= backends | {"transformers", "vllm", "sglang", "sageattention", "llamafactory"}
+    frameworks = {"transformers", "vllm", "sglang", "sageattention", "llamafactory"}
+    keys = [key.partition("@") for key in load_remedies()]
+    assert all(lib in frameworks and backend in backends for lib, at, backend in keys if at)
+    assert {lib for lib, at, _ in keys if not at} <= backends | frameworks
     assert {"flash-attn-2", "sdpa-cudnn", "te-fused", "flex-attention"} <= set(load_remedies())
+
+
+def test_a_frameworks_message_about_sdpa_gets_the_frameworks_other_attention() -> None:
+    """transformers' message about SDPA itself leaves eager; one about flash-attn names SDPA first."""
+    about_sdpa = with_alternative((), ("sdpa-flash",), "transformers")[-1]
+    assert 'attn_implementation="eager"' in about_sdpa and '"sdpa"' not in about_sdpa
+    assert with_alternative((), ("flash-attn-2",), "transformers")[-1].startswith(
+        'use another attention: attn_implementation="sdpa"')
 
 
 def test_the_alternative_is_the_first_backend_with_a_remedy_and_comes_once() -> None:

@@ -59,3 +59,27 @@ def test_why_names_a_resembled_message_as_the_cause_and_says_it_resembles(cli):
     assert "resembles" in doc["cause"]["reasons"][0] and "softcap" in doc["cause"]["topics"]
     _, text, _ = cli("why", "--no-here", JOINED)
     assert "line 1: resembles vllm" in text
+
+
+def test_python_and_model_code_messages_about_attention_packages_name_their_kind(cli):
+    """Messages users paste from around the attention kernels: flash-attn's optional extensions, Qwen's remote code,
+    a Triton kernel written for the pre-MLIR triton, a model class older than its transformers, a name missing from
+    an attention package."""
+    cases = {
+        "ModuleNotFoundError: No module named 'dropout_layer_norm'": ("PY-NO-MODULE-FLASH-ATTN-CSRC-EXTENSION",
+                                                                     "install-missing"),
+        "Warning: import flash_attn rms_norm fail, please install FlashAttention layer_norm to get higher efficiency":
+            ("QWEN-FLASH-ATTN-PART-MISSING", "install-missing"),
+        "TypeError: dot() got an unexpected keyword argument 'trans_a'": ("TRITON-DOT-TRANS-ARGUMENT",
+                                                                           "version-mismatch"),
+        "AttributeError: 'MyModelForCausalLM' object has no attribute '_supports_sdpa'": (
+            "PY-MODEL-NO-SDPA-ATTRIBUTE", "version-mismatch"),
+        "ImportError: cannot import name 'BatchDecodeWithPagedKVCacheWrapper' from 'flashinfer' (/x/__init__.py)": (
+            "PY-CANNOT-IMPORT-NAME-FROM-FRAMEWORK", "version-mismatch"),
+    }
+    for text, (wanted, topic) in cases.items():
+        code, out, _ = cli("why", "--no-here", "--format", "json", text)
+        cause = json.loads(out)["cause"]
+        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+    _, out, _ = cli("why", "--no-here", "--format", "json", "ModuleNotFoundError: No module named 'rotary'")
+    assert all(m["id"] != "PY-NO-MODULE-FLASH-ATTN-CSRC-EXTENSION" for m in json.loads(out)["understood"]["messages"])
