@@ -143,7 +143,10 @@ def test_pythons_own_wording_raised_by_a_library_is_no_message_of_it():
     """cudnn/_pygraph.py raises AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")."""
     from tools.messages.model import skip_reason
     assert skip_reason([(PH, "type_self_name", ""), (LIT, " object has no attribute "), (PH, "name", "")]) == \
-        "Python's own wording"
+        "Python's or PyTorch's own wording"
+    # cudnn/api_base.py raises PyTorch's `view` error word for word: any reshape of the wrong size prints it
+    assert skip_reason([(LIT, "shape '"), (PH, "new_shape", ""), (LIT, "' is invalid for input of size "),
+                        (PH, "old_numel", "")]) == "Python's or PyTorch's own wording"
     assert skip_reason([(LIT, "'SDPA' object has no attribute 'sdpa_backend' before cudnn 9"), (PH, "x", "")]) is None
 
 

@@ -43,3 +43,26 @@ def test_pythons_own_import_error_points_at_the_release(cli):
     code, doc, _ = ask(cli, "ModuleNotFoundError: No module named 'torch.nn.attention.flex_attention'")
     assert code == 0 and doc["cause"]["backends"] == ["flex-attention"]
     assert any("2.5.0" in f for f in doc["cause"]["fixes"])
+
+
+def test_the_error_printed_word_for_word_beats_a_rule_whose_symptom_only_resembles_it(cli):
+    """PyTorch's own check (q, k and v of different dtypes) is the cause, not the rule that SDPA flash refuses
+    fp32, which the words 'dtype' and 'float' call up and the fp32 the message printed satisfies."""
+    code, doc, _ = ask(cli, "RuntimeError: Expected query, key, and value to have the same dtype, but got "
+                            "query.dtype: float key.dtype: float and value.dtype: c10::Half instead.")
+    assert code in (0, 1) and doc["cause"]["kind"] == "message" and doc["cause"]["id"].startswith("PYTORCH-")
+    rules = [c for c in doc["candidates"] if c["id"] in ("SDPA-FLASH-DTYPE", "SDPA-CUDNN-DTYPE")]
+    assert rules and all(c["score"] < doc["cause"]["score"] for c in rules)
+
+
+def test_a_reason_every_xformers_operator_gives_is_the_cause(cli):
+    text = """NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:
+     query       : shape=(1, 4096, 8, 64) (torch.bfloat16)
+`fa2F@v2.5.7` is not supported because:
+    requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)
+    bf16 is only supported on A100+ GPUs
+`cutlassF-pt` is not supported because:
+    bf16 is only supported on A100+ GPUs"""
+    _, doc, _ = ask(cli, text)
+    assert "dtype" in doc["cause"]["topics"]
+    assert any("operators give it" in r or "cutlass operator" in r for r in doc["cause"]["reasons"])

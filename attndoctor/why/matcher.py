@@ -224,20 +224,22 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
     out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages))
     out.extend(_install_candidates(install_findings, reading, windows))
-    out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")})
+    out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
+                             {h.entry.id for h in reading.hits if h.entry.kind == "error" and not h.resembles})
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
 
 
-def _own_message_first(out: list[Candidate], printed: set[str]) -> list[Candidate]:
-    """A library's own message that names its cause beats a rule about another backend whose symptom only resembles
-    the text: such a rule ranks just below the best message the text holds."""
+def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]) -> list[Candidate]:
+    """A library's own message that names its cause beats a rule no message links whose symptom only resembles the
+    text, a rule about another backend or, where the message is an error the text holds word for word, any such rule:
+    it ranks just below the best message the text holds."""
     best = max((c for c in out if c.kind == "message" and c.id in printed), key=lambda c: c.score, default=None)
     if best is None or not best.backends:
         return out
     return [c._replace(score=round(best.score - RESEMBLES, 2), reasons=(*c.reasons, RESEMBLES_ONLY))
-            if c.kind in ("rule", "advisory") and not c.lines and c.score >= best.score
-            and not set(c.backends) & set(best.backends) and not c.failures else c for c in out]
+            if c.kind in ("rule", "advisory") and not c.lines and c.score >= best.score and not c.failures
+            and (not set(c.backends) & set(best.backends) or best.id in errors) else c for c in out]
 
 
 def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
@@ -364,13 +366,16 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             score += RESEMBLED
             reasons[0] = (f"line {hit.line} resembles this {entry.library} {entry.kind} ({hit.resembles:.0%} of the "
                           "words in common): the same check, probably from a release whose wording was not read")
-        if entry.library == "xformers" and _xformers_op(reading.lines, hit.line).startswith("cutlass"):
+        ops = {_xformers_op(reading.lines, h.line) for h in reading.hits if h.entry.id == entry.id} - {""} \
+            if entry.library == "xformers" else set()
+        if any(op.startswith("cutlass") for op in ops):
             score += FALLBACK_OP
             reasons.append("it is a reason of xformers' cutlass operator, the one that runs where no other does")
         repeats = _repeats(entry, reading.lines[hit.line - 1]) if 0 < hit.line <= len(reading.lines) else 1
-        if repeats > 1:
-            score += min(REPEATED_MAX, REPEATED * (repeats - 1))
-            reasons.append(f"its line gives it {repeats} times")
+        if max(repeats, len(ops)) > 1:
+            score += min(REPEATED_MAX, REPEATED * (max(repeats, len(ops)) - 1))
+            reasons.append(f"its line gives it {repeats} times" if repeats >= len(ops) else
+                           f"{len(ops)} of xformers' operators give it")
         backends = message_backends(entry, reading.framed or reading.backends)
         if against and not against & set(backends):
             score += OTHER_BACKEND

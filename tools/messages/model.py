@@ -224,8 +224,9 @@ GENERIC = {
     "should not reach here", "unknown", "internal error",
 }
 PYTHON_OWN = {"object has no attribute", "has no attribute", "got an unexpected keyword argument", "object is not callable",
-              "object is not subscriptable", "object is not iterable"}
-"""Python's own error texts, which a library sometimes raises word for word: any code prints them."""
+              "object is not subscriptable", "object is not iterable", "shape is invalid for input of size"}
+"""Python's and PyTorch's own error texts (a `view` of the wrong size), which a library sometimes raises word for
+word: any code prints them."""
 
 
 def skip_reason(parts: list) -> str | None:
@@ -241,5 +242,5 @@ def skip_reason(parts: list) -> str | None:
     if normalize(lits).strip(" .:!").lower() in GENERIC:
         return "generic text"
     if normalize(re.sub(r"[`'\"]", "", lits)).strip(" .:!").lower() in PYTHON_OWN:
-        return "Python's own wording"
+        return "Python's or PyTorch's own wording"
     return None
