@@ -83,3 +83,17 @@ def test_python_and_model_code_messages_about_attention_packages_name_their_kind
         assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
     _, out, _ = cli("why", "--no-here", "--format", "json", "ModuleNotFoundError: No module named 'rotary'")
     assert all(m["id"] != "PY-NO-MODULE-FLASH-ATTN-CSRC-EXTENSION" for m in json.loads(out)["understood"]["messages"])
+
+
+def test_a_message_a_terminal_wrapped_inside_a_word_is_found(cli):
+    text = ("RuntimeError: BatchPrefillWithPagedKVCachePyTorchWrapper::Forward(at::Tensor, bool)::<lambda()> failed "
+            "to dispatch grou\np_size 5")
+    _, out, _ = cli("why", "--no-here", "--format", "json", text)
+    doc = json.loads(out)
+    assert doc["cause"]["id"] == "FLASHINFER-FAILED-TO-DISPATCH" and "gqa" in doc["cause"]["topics"]
+
+
+def test_nvcc_without_the_compress_mode_option_is_an_old_toolkit(cli):
+    code, out, _ = cli("why", "--no-here", "--format", "json", "nvcc fatal   : Unknown option '-compress-mode=size'")
+    cause = json.loads(out)["cause"]
+    assert code == 0 and cause["id"] == "NVCC-UNKNOWN-COMPRESS-MODE" and "version-mismatch" in cause["topics"]

@@ -288,12 +288,14 @@ def _wrapped_hit(lines: tuple[str, ...], number: int, entry: CatalogueEntry) -> 
     part is. Only a match that runs over from the line into a neighbour counts."""
     first = max(0, number - 3)
     parts = [line.strip() for line in lines[first:number + 1]]
-    start = sum(len(p) + 1 for p in parts[:number - 1 - first])
-    end = start + len(parts[number - 1 - first])
-    for match in entry.pattern.finditer(" ".join(parts)):
-        if match.start() < end and match.end() > start and (match.start() < start or match.end() > end):
-            groups = {k: v for k, v in match.groupdict().items() if v is not None}
-            return Hit(entry, number, match.group(0).strip(), groups, wrapped=True)
+    # a terminal wraps at its width, inside a word as well ("failed to dispatch grou" / "p_size 5")
+    for glue in (" ", ""):
+        start = sum(len(p) + len(glue) for p in parts[:number - 1 - first])
+        end = start + len(parts[number - 1 - first])
+        for match in entry.pattern.finditer(glue.join(parts)):
+            if match.start() < end and match.end() > start and (match.start() < start or match.end() > end):
+                groups = {k: v for k, v in match.groupdict().items() if v is not None}
+                return Hit(entry, number, match.group(0).strip(), groups, wrapped=True)
     return None
 
 
