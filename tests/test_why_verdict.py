@@ -66,3 +66,12 @@ def test_a_reason_every_xformers_operator_gives_is_the_cause(cli):
     _, doc, _ = ask(cli, text)
     assert "dtype" in doc["cause"]["topics"]
     assert any("operators give it" in r or "cutlass operator" in r for r in doc["cause"]["reasons"])
+
+
+def test_a_missing_module_the_versions_given_rule_out_is_another_install(cli):
+    """No torch.nn.attention.flex_attention, with torch 2.5.1 given: not an old torch but another torch imported."""
+    text = "ModuleNotFoundError: No module named 'torch.nn.attention.flex_attention'"
+    _, doc, _ = ask(cli, "--torch", "2.5.1", text)
+    assert "install-missing" in doc["cause"]["topics"] and doc["cause"]["fixes"][0].startswith("check which torch")
+    _, doc, _ = ask(cli, "--torch", "2.4.1", text)
+    assert doc["cause"]["topics"] == ["version-mismatch"] and "2.5.0" in doc["cause"]["fixes"][0]

@@ -391,7 +391,13 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
                       "describe the machine and versions that printed it")
             reasons.append(caveat)
             cause = f"{cause}; but {caveat}"
-        fixes = (own_fix(entry.fix, hit.groups),) if entry.fix else (() if ruled_out else distinct(
+        another = _another_install(hit, ruled_out) if entry.fix else None
+        if another:
+            topics = tuple(dict.fromkeys((*topics, "install-missing")))
+            reasons.append(f"the facts given rule out every cause modelled for it ({', '.join(ruled_out)})")
+            cause = f"{cause}; but the facts given rule that out: {another[0]}"
+        fixes = (*another[1:], own_fix(entry.fix, hit.groups)) if another else (own_fix(entry.fix, hit.groups),) \
+            if entry.fix else (() if ruled_out else distinct(
             f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) \
             or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages))))
         fixes = with_alternative(fixes, backends, entry.library)
@@ -402,6 +408,18 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             references=entry.source,
             lines=(hit.line,), topics=topics))
     return out
+
+
+def _another_install(hit: Any, ruled_out: Sequence[str]) -> tuple[str, str] | None:
+    """(cause, fix) for a message about a module whose every modelled cause the versions given rule out (no
+    torch.nn.attention.flex_attention in the torch 2.5 given): the program imports another install than the one given."""
+    module = hit.groups.get("module", "").split(".")[0]
+    if not ruled_out or not module:
+        return None
+    return (f"the program imports another {module} than the one given",
+            f"check which {module} the program imports (python -c \"import {module}; print({module}.__version__, "
+            f"{module}.__file__)\") and reinstall {module} in the environment that runs it: a second install, or a "
+            "package whose install replaced it, explains the message")
 
 
 def _install_candidates(findings: Sequence[Mapping[str, Any]], reading: Any,
