@@ -381,3 +381,20 @@ def test_a_device_name_inside_a_sentence_is_read_whole(text, gpu):
 ])
 def test_a_device_name_without_the_vendor_word_is_read_whole(text, gpu):
     assert _facts(text)["gpu"] == (gpu, 1)
+
+
+def test_an_aten_op_or_a_bare_sdpa_call_names_the_backend(cli):
+    import json
+
+    def backends(text):
+        _, out, _ = cli("why", "--no-here", "--format", "json", text)
+        return json.loads(out)["understood"]["backends"]
+
+    assert backends("AssertionError: wrong number of dimensions4 for op: "
+                    "torch.ops.aten._scaled_dot_product_cudnn_attention.default") == ["sdpa-cudnn"]
+    assert backends("  File \"x.py\", line 3, in f\n    out = torch.ops.aten._efficient_attention_forward(q, k, v)") \
+        == ["sdpa-efficient"]
+    assert "sdpa-math" in backends("    A = scaled_dot_product_attention(Qn, Knn, Vnn, attn_mask = attention_mask)")
+    assert "sdpa-flash" in backends("ImportError: AttnProcessor2_0 requires PyTorch 2.0, to use it, please upgrade "
+                                    "PyTorch to 2.0.")
+    assert backends("    out = my_scaled_dot_product_attention(q, k, v)") == []

@@ -28,6 +28,11 @@ NODE_BACKENDS = {"ScaledDotProductFlashAttentionBackward": "sdpa-flash",
                  "FlashAttnFuncBackward": "flash-attn-2", "FlashAttnVarlenFuncBackward": "flash-attn-2",
                  "FlashAttnQKVPackedFuncBackward": "flash-attn-2", "FlexAttentionBackward": "flex-attention"}
 """Autograd's names for the backward nodes of the attention kernels (a traceback or anomaly-mode message)."""
+OP_BACKENDS = {"scaled_dot_product_flash_attention": "sdpa-flash", "flash_attention_forward": "sdpa-flash",
+               "flash_attention_backward": "sdpa-flash", "scaled_dot_product_efficient_attention": "sdpa-efficient",
+               "efficient_attention_forward": "sdpa-efficient", "efficient_attention_backward": "sdpa-efficient",
+               "scaled_dot_product_cudnn_attention": "sdpa-cudnn"}
+"""ATen's ops of SDPA's kernels, as a traceback or an inductor assertion names them (without the leading '_')."""
 IMPLEMENTATIONS = {"sdpa": ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"),
                    "flash_attention_2": ("flash-attn-2",), "flash_attention_3": ("flash-attn-3",),
                    "flex_attention": ("flex-attention",)}
@@ -248,7 +253,8 @@ class _Collected:
 
     def _fact(self, target: str, raw: str, hit: Hit) -> None:
         if target == "backend":
-            backend = TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower()) or NODE_BACKENDS.get(raw)
+            backend = (TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower()) or NODE_BACKENDS.get(raw)
+                       or OP_BACKENDS.get(raw))
             if backend:
                 self.name((backend,))
             elif raw.lower().replace("-", "_") in FRAMEWORK_BACKENDS:
