@@ -273,6 +273,10 @@ def _make(values: Mapping[str, Any]) -> AttentionConfig:
     out = {f.name: _CHECKS[f.type](f, data[f.name]) for f in _CHECK_ORDER if f.name in data}
     if "origin" in data and isinstance(data["origin"], Mapping):
         out["origin"] = {str(k): str(v) for k, v in data["origin"].items()}
+    if out.get("layout") == "thd":
+        # packed sequences carry their boundaries in cu_seqlens: a THD call is a padding-mask call (TransformerEngine
+        # asserts a padding mask type for qkv_format=thd), so a THD config that names no mask has a padding one
+        out.setdefault("mask", "padding")
     out.setdefault("kv_heads", out.get("heads"))
     out.setdefault("hdim_v", out.get("hdim"))
     out.setdefault("seqlen_kv", out.get("seqlen_q"))

@@ -132,3 +132,11 @@ def test_jsonl_is_read_lazily_and_errors_name_the_line(tmp_path):
     (tmp_path / "t.json").write_text('[{"hdim": 64},\n {"hdim": "big"}]')
     with pytest.raises(UsageError, match=r"t\.json:2: config 2: hdim"):
         load_config_file(tmp_path / "t.json")
+
+
+def test_a_thd_config_that_names_no_mask_has_a_padding_one():
+    """Packed sequences carry their boundaries in cu_seqlens: TE asserts a padding mask type for thd."""
+    assert make_config({"hdim": 128, "layout": "thd"}).mask == "padding"
+    assert make_config({"hdim": 128, "layout": "thd", "mask": "padding-causal"}).mask == "padding-causal"
+    assert make_config({"hdim": 128, "layout": "thd", "causal": True}).mask == "causal"
+    assert make_config({"hdim": 128}).mask == "none"

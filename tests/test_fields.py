@@ -106,7 +106,7 @@ def test_a_row_with_a_flag_is_a_cli_option_with_its_help(field, cli):
 
 def test_mask_help_names_every_mask():
     """The help once drifted from the masks config accepts (padding-causal-bottom-right was missing)."""
-    assert _options()["--mask"].help == " | ".join(fields.MASKS) + "."
+    assert _options()["--mask"].help.startswith(" | ".join(fields.MASKS) + ".")
 
 
 @pytest.mark.parametrize("shorthand", fields.SHORTHANDS, ids=lambda s: s.name)

@@ -225,15 +225,16 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages))
     out.extend(_install_candidates(install_findings, reading, windows))
     out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
-                             {h.entry.id for h in reading.hits if h.entry.kind == "error" and not h.resembles})
+                             {h.entry.id for h in reading.hits
+                              if h.entry.kind == "error" and h.entry.indexed and not h.resembles})
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
 
 
 def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]) -> list[Candidate]:
     """A library's own message that names its cause beats a rule no message links whose symptom only resembles the
-    text, a rule about another backend or, where the message is an error the text holds word for word, any such rule:
-    it ranks just below the best message the text holds."""
+    text: one about another backend or, where the message is an error of the index (the library's own check) that the
+    text holds word for word, any such rule. It ranks just below the best message the text holds."""
     best = max((c for c in out if c.kind == "message" and c.id in printed), key=lambda c: c.score, default=None)
     if best is None or not best.backends:
         return out
