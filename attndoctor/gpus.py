@@ -25,6 +25,9 @@ _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
 _COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
 """How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
+_VGPU = re.compile(r"^\s*(?:nvidia\s+)?(?:grid\s+)?(?P<board>.+?)[-\s]\d{1,3}[abcq]\s*$", re.I)
+"""A virtual GPU as nvidia-smi shows it inside a VM: the board and a profile of its memory and series ("NVIDIA
+L40S-48Q", "GRID A100-40C"; docs.nvidia.com/vgpu, Virtual GPU Types: <board>-<GB><A|B|C|Q>)."""
 _OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|rocm|intel|arc [ab]\d{3}|"
                            r"gaudi\d?|apple|mps|m[1-5] (?:pro|max|ultra)|ascend|huawei|npu|tpu(?: ?v\d\w*)?|"
                            r"xpu)\b", re.I)
@@ -242,7 +245,11 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
             rest = key[len(alias):]
             if _SUFFIX_OK.match(rest):
                 return _by_memory(alias, rest, spec)
-    return _loose_index().get(_word_key(text))
+    found = _loose_index().get(_word_key(text))
+    board = _VGPU.match(text)
+    if found is None and board:
+        return lookup_gpu(board.group("board"))
+    return found
 
 
 def _by_memory(alias: str, rest: str, spec: GpuSpec) -> GpuSpec:

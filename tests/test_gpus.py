@@ -346,3 +346,13 @@ def test_why_reads_the_text_without_a_gpu_of_another_vendor() -> None:
 def test_a_name_and_an_architecture_that_disagree_are_refused() -> None:
     with pytest.raises(UsageError, match=r"names RTX 4090 \(sm89\) and sm90; give one"):
         resolve_gpu("RTX 4090 (sm_90)")
+
+
+def test_a_virtual_gpu_is_its_board():
+    """nvidia-smi inside a VM names the board and a vGPU profile (<board>-<GB><series>)."""
+    from attndoctor.gpus import lookup_gpu
+    assert lookup_gpu("NVIDIA L40S-48Q").name == "L40S"
+    assert lookup_gpu("GRID T4-16Q").name == "T4"
+    assert lookup_gpu("NVIDIA A10-24Q").sm == 86
+    assert lookup_gpu("NVIDIA Foo-8Q") is None
+    assert lookup_gpu("NVIDIA T4G").name == "T4" and lookup_gpu("NVIDIA GeForce MX450").sm == 75

@@ -97,3 +97,17 @@ def test_nvcc_without_the_compress_mode_option_is_an_old_toolkit(cli):
     code, out, _ = cli("why", "--no-here", "--format", "json", "nvcc fatal   : Unknown option '-compress-mode=size'")
     cause = json.loads(out)["cause"]
     assert code == 0 and cause["id"] == "NVCC-UNKNOWN-COMPRESS-MODE" and "version-mismatch" in cause["topics"]
+
+
+def test_triton_without_libcuda_and_a_fused_op_on_the_cpu_name_their_kind(cli):
+    cases = {
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nAssertionError: libcuda.so cannot found!":
+            ("TRITON-LIBCUDA-NOT-FOUND", "install-missing"),
+        "NotImplementedError: Could not run 'aten::_scaled_dot_product_efficient_attention' with arguments from the "
+        "'CPU' backend. This could be because the operator doesn't exist for this backend": (
+            "PYTORCH-ATTENTION-OP-NOT-ON-BACKEND", "install-missing"),
+    }
+    for text, (wanted, topic) in cases.items():
+        code, out, _ = cli("why", "--no-here", "--format", "json", text)
+        cause = json.loads(out)["cause"]
+        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
