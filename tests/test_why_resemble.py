@@ -111,3 +111,18 @@ def test_triton_without_libcuda_and_a_fused_op_on_the_cpu_name_their_kind(cli):
         code, out, _ = cli("why", "--no-here", "--format", "json", text)
         cause = json.loads(out)["cause"]
         assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+
+
+def test_pip_without_a_release_and_xformers_without_its_operators_name_their_kind(cli):
+    cases = {
+        "ERROR: No matching distribution found for flashinfer-python": ("PIP-NO-DISTRIBUTION-ATTENTION-PACKAGE",
+                                                                        "install-missing"),
+        "RuntimeError: No such operator xformers::efficient_attention_forward_generic - did you forget to build "
+        "xformers with `python setup.py develop`?": ("XFORMERS-NO-SUCH-OPERATOR", "install-abi"),
+    }
+    for text, (wanted, topic) in cases.items():
+        code, out, _ = cli("why", "--no-here", "--format", "json", text)
+        cause = json.loads(out)["cause"]
+        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+    _, out, _ = cli("why", "--no-here", "--format", "json", "ERROR: No matching distribution found for requests")
+    assert json.loads(out)["cause"] is None
