@@ -22,6 +22,14 @@ JOINED = ("WARNING: Please use Flashinfer backend for models withlogits_soft_cap
           "output might be wrong. Set Flashinfer backend by export VLLM_ATTENTION_BACKEND=FLASHINFER.")
 
 
+def assert_causes(cli, cases):
+    """Each text's cause is the catalogue entry named, of the kind named."""
+    for text, (wanted, topic) in cases.items():
+        code, out, _ = cli("why", "--no-here", "--format", "json", text)
+        cause = json.loads(out)["cause"]
+        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+
+
 def entries(tmp_path):
     (tmp_path / "vllm.jsonl").write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
     load_index.cache_clear()
@@ -77,10 +85,7 @@ def test_python_and_model_code_messages_about_attention_packages_name_their_kind
         "ImportError: cannot import name 'BatchDecodeWithPagedKVCacheWrapper' from 'flashinfer' (/x/__init__.py)": (
             "PY-CANNOT-IMPORT-NAME-FROM-FRAMEWORK", "version-mismatch"),
     }
-    for text, (wanted, topic) in cases.items():
-        code, out, _ = cli("why", "--no-here", "--format", "json", text)
-        cause = json.loads(out)["cause"]
-        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+    assert_causes(cli, cases)
     _, out, _ = cli("why", "--no-here", "--format", "json", "ModuleNotFoundError: No module named 'rotary'")
     assert all(m["id"] != "PY-NO-MODULE-FLASH-ATTN-CSRC-EXTENSION" for m in json.loads(out)["understood"]["messages"])
 
@@ -107,10 +112,7 @@ def test_triton_without_libcuda_and_a_fused_op_on_the_cpu_name_their_kind(cli):
         "'CPU' backend. This could be because the operator doesn't exist for this backend": (
             "PYTORCH-ATTENTION-OP-NOT-ON-BACKEND", "install-missing"),
     }
-    for text, (wanted, topic) in cases.items():
-        code, out, _ = cli("why", "--no-here", "--format", "json", text)
-        cause = json.loads(out)["cause"]
-        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+    assert_causes(cli, cases)
 
 
 def test_pip_without_a_release_and_xformers_without_its_operators_name_their_kind(cli):
@@ -120,9 +122,6 @@ def test_pip_without_a_release_and_xformers_without_its_operators_name_their_kin
         "RuntimeError: No such operator xformers::efficient_attention_forward_generic - did you forget to build "
         "xformers with `python setup.py develop`?": ("XFORMERS-NO-SUCH-OPERATOR", "install-abi"),
     }
-    for text, (wanted, topic) in cases.items():
-        code, out, _ = cli("why", "--no-here", "--format", "json", text)
-        cause = json.loads(out)["cause"]
-        assert code == 0 and cause["id"] == wanted and topic in cause["topics"], text
+    assert_causes(cli, cases)
     _, out, _ = cli("why", "--no-here", "--format", "json", "ERROR: No matching distribution found for requests")
     assert json.loads(out)["cause"] is None
