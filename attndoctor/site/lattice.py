@@ -7,7 +7,7 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..config import make_config
-from ..environment import PACKAGES, environment_from_flags
+from ..environment import environment_from_flags
 from ..gpus import gpu_catalogue, normalize_gpu_name
 from ..engine import expr
 from ..engine.evaluate import Evaluator

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..config import make_config
 from ..engine.evaluate import Evaluator

@@ -51,7 +51,6 @@ def _percent(fmt: str, args: list, kw: dict | None) -> list:
 def _format(fmt: str, args: list, keywords: list) -> list:
     parts: list = []
     auto = 0
-    kw = {k.arg: k.value for k in keywords if k.arg}
     try:
         parsed = list(string.Formatter().parse(fmt))
     except ValueError:
