@@ -100,3 +100,9 @@ def test_why_names_an_index_message_as_the_cause_with_a_fix(cli, tmp_path, monke
     assert doc["cause"]["id"] == "FLASH-ATTN-0123456789AB" and doc["verdict"] == "cause"
     assert doc["cause"]["backends"] == ["flash-attn-2"] and "head-dim" in doc["cause"]["topics"]
     assert doc["cause"]["fixes"] and doc["config"]["hdim"] == 320
+
+
+def test_a_model_class_named_for_causal_lm_is_no_mask():
+    """transformers' messages print the model's class: "...ForCausalLM" is its task, not a causal mask."""
+    assert "mask" not in text_topics("InternLM2ForCausalLM does not support Flash Attention 2.0 yet.")
+    assert text_topics("is_causal=True needs a square mask") == ("mask",)
