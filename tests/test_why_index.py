@@ -106,3 +106,11 @@ def test_a_model_class_named_for_causal_lm_is_no_mask():
     """transformers' messages print the model's class: "...ForCausalLM" is its task, not a causal mask."""
     assert "mask" not in text_topics("InternLM2ForCausalLM does not support Flash Attention 2.0 yet.")
     assert text_topics("is_causal=True needs a square mask") == ("mask",)
+
+
+def test_a_models_architecture_is_no_gpu_architecture():
+    """transformers' "The current architecture does not support Flash Attention 2.0 ... support for this
+    architecture" is about the model; a GPU architecture still is one."""
+    assert "gpu-arch" not in text_topics("The current architecture does not support Flash Attention 2.0. Please open "
+                                         "an issue on GitHub to request support for this architecture: https://x")
+    assert text_topics("sdpa fp8 forward operation is only supported on Blackwell architecture") == ("gpu-arch", "fp8")
