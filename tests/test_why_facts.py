@@ -398,3 +398,13 @@ def test_an_aten_op_or_a_bare_sdpa_call_names_the_backend(cli):
     assert "sdpa-flash" in backends("ImportError: AttnProcessor2_0 requires PyTorch 2.0, to use it, please upgrade "
                                     "PyTorch to 2.0.")
     assert backends("    out = my_scaled_dot_product_attention(q, k, v)") == []
+
+
+def test_a_head_dim_a_message_says_it_accepts_is_not_the_users(cli):
+    import json
+
+    text = "RuntimeError: custom build: only head_dim=128 supported, got 64"
+    _, out, _ = cli("why", "--no-here", "--format", "json", text)
+    assert "hdim" not in json.loads(out)["understood"]["facts"]
+    _, out, _ = cli("why", "--no-here", "--format", "json", "training with head_dim=192 fails on the 4090")
+    assert json.loads(out)["understood"]["facts"]["hdim"]["value"] == 192
