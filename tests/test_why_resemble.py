@@ -125,3 +125,14 @@ def test_pip_without_a_release_and_xformers_without_its_operators_name_their_kin
     assert_causes(cli, cases)
     _, out, _ = cli("why", "--no-here", "--format", "json", "ERROR: No matching distribution found for requests")
     assert json.loads(out)["cause"] is None
+
+
+def test_a_kernel_called_with_another_releases_arguments_is_a_version_mismatch(cli):
+    assert_causes(cli, {
+        "TypeError: varlen_fwd(): incompatible function arguments. The following argument types are supported:": (
+            "PYBIND-ATTENTION-KERNEL-ARGUMENTS", "version-mismatch"),
+        "RuntimeError: _vllm_fa2_C::fwd_kvcache() expected at most 21 argument(s) but received 22 argument(s). "
+        "Declaration: _vllm_fa2_C::fwd_kvcache(Tensor q)": ("TORCH-OP-SCHEMA-ARGUMENT-COUNT", "version-mismatch"),
+    })
+    _, out, _ = cli("why", "--no-here", "--format", "json", "TypeError: process(): incompatible function arguments.")
+    assert json.loads(out)["cause"] is None
