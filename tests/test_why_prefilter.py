@@ -169,3 +169,16 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
     assert "XFORMERS-NOT-BUILT-WITH-CUDA" not in ids("`cutlassF-pt` is not supported because:\n    dtype=torch.float32 "
                                                      "(supported: {torch.float16, torch.bfloat16})")
+
+
+def test_a_literal_is_looked_for_only_where_the_text_holds_its_whole_words():
+    """The words a literal holds whole (a non-word character on either side) must be words of the text; its first
+    and last words may be parts of longer ones, so they are not asked for."""
+    from attndoctor.why.reader import _inner_words
+
+    assert _inner_words("FlashAttention only supports Ampere GPUs or newer") == ("only", "supports", "Ampere", "GPUs",
+                                                                                 "or")
+    assert _inner_words("ead_size") == () and _inner_words("failed to dispatch ") == ("to", "dispatch")
+    text = "step 1 loss 2.3\n" * 50 + "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
+    assert [h.entry.id for h in read_text(text, load_catalogue()).hits
+            if h.entry.kind != "fact"] == ["FA-AMPERE-OR-NEWER"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..errors import UsageError
@@ -305,6 +306,16 @@ def _wrapped_hit(lines: tuple[str, ...], number: int, entry: CatalogueEntry) -> 
     return None
 
 
+_WORD = re.compile(r"\w+")
+_INNER_WORD = re.compile(r"(?<=\W)\w+(?=\W)")
+"""A word of a literal with a non-word character on either side inside it: wherever the literal occurs, a whole word."""
+
+
+@lru_cache(maxsize=None)
+def _inner_words(literal: str) -> tuple[str, ...]:
+    return tuple(_INNER_WORD.findall(literal))
+
+
 def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> list[tuple[int, CatalogueEntry]]:
     """(line number, entry) for every line that holds one of the entry's required literals, in text order then
     catalogue order; an entry without literals is tried on every line. A long log of ordinary lines then costs a
@@ -322,6 +333,9 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
             starts.append(starts[-1] + len(line) + 1)
         texts.setdefault(fold, []).append((" ".join(seen), starts))
     every = [i for i, line in enumerate(lines) if line.strip()]
+    # a literal can be in the text only where every word it holds whole is one of the text's: most of the index's
+    # thousands of messages are then ruled out without a scan of a long log
+    present = {fold: frozenset(_WORD.findall(variants[0][0])) for fold, variants in texts.items()}
     wanted: dict[int, set[int]] = {}
     for index, entry in enumerate(entries):
         if entry.literals is None:
@@ -329,6 +343,8 @@ def _candidate_lines(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]
                 wanted.setdefault(i, set()).add(index)
             continue
         for literal, fold in entry.literals:
+            if not present[fold].issuperset(_inner_words(literal)):
+                continue
             for joined, starts in texts[fold]:
                 at = joined.find(literal)
                 while at >= 0:
