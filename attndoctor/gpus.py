@@ -246,10 +246,8 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
             if _SUFFIX_OK.match(rest):
                 return _by_memory(alias, rest, spec)
     found = _loose_index().get(_word_key(text))
-    board = _VGPU.match(text)
-    if found is None and board:
-        return lookup_gpu(board.group("board"))
-    return found
+    board = _VGPU.match(text) if found is None else None
+    return lookup_gpu(board.group("board")) if board else found
 
 
 def _by_memory(alias: str, rest: str, spec: GpuSpec) -> GpuSpec:

@@ -136,3 +136,24 @@ def test_a_kernel_called_with_another_releases_arguments_is_a_version_mismatch(c
     })
     _, out, _ = cli("why", "--no-here", "--format", "json", "TypeError: process(): incompatible function arguments.")
     assert json.loads(out)["cause"] is None
+
+
+def test_each_new_entry_stays_off_a_neighbouring_text(cli):
+    """One text each that comes near a new entry's words and is not its message."""
+    near = {
+        "QWEN-FLASH-ATTN-PART-MISSING": "Warning: import flash_attn fail, please install FlashAttention to get higher "
+                                        "efficiency",
+        "TRITON-DOT-TRANS-ARGUMENT": "TypeError: dot() got an unexpected keyword argument 'out_dtype'",
+        "TRITON-LIBCUDA-NOT-FOUND": "OSError: libcudart.so.12: cannot open shared object file",
+        "PYTORCH-ATTENTION-OP-NOT-ON-BACKEND": "NotImplementedError: Could not run 'aten::empty_strided' with arguments "
+                                               "from the 'Meta' backend.",
+        "PY-MODEL-NO-SDPA-ATTRIBUTE": "AttributeError: 'LlamaModel' object has no attribute 'rotary_emb'",
+        "NVCC-UNKNOWN-COMPRESS-MODE": "nvcc fatal   : Unknown option '-foo'",
+        "XFORMERS-NO-SUCH-OPERATOR": "RuntimeError: No such operator torchvision::nms",
+        "TORCH-OP-SCHEMA-ARGUMENT-COUNT": "RuntimeError: torchvision::nms() expected at most 3 argument(s) but received "
+                                          "4 argument(s).",
+        "PIP-NO-DISTRIBUTION-ATTENTION-PACKAGE": "ERROR: No matching distribution found for numpy",
+    }
+    for entry, text in near.items():
+        _, out, _ = cli("why", "--no-here", "--format", "json", text)
+        assert entry not in [m["id"] for m in json.loads(out)["understood"]["messages"]], entry

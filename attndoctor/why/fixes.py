@@ -47,10 +47,14 @@ def fixed_value(fix: Any) -> bool:
     return fix.value_node is None or not free_names(fix.value_node)
 
 
+def module_package(groups: Mapping[str, str]) -> str:
+    """The top-level package of the module a message names (its `module` group), or ''."""
+    return groups.get("module", "").split(".")[0]
+
+
 def own_fix(text: str, groups: Mapping[str, str]) -> str:
     """A catalogue fix with <package> named: the package of the module the message names."""
-    module = groups.get("module", "")
-    return text.replace("<package>", module.split(".")[0] or "the package") if "<package>" in text else text
+    return text.replace("<package>", module_package(groups) or "the package") if "<package>" in text else text
 
 
 def distinct(fixes: Iterable[Any]) -> tuple[str, ...]:

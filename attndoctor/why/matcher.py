@@ -6,7 +6,8 @@ import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from .fixes import distinct, fixed_value, generic_fix, own_advice, own_fix, package_of, rule_fixes, shipped_by
+from .fixes import (distinct, fixed_value, generic_fix, module_package, own_advice, own_fix, package_of, rule_fixes,
+                    shipped_by)
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
 
@@ -386,22 +387,20 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         shipper = shipped_by(line) if entry.library == "loader" else ""
         if shipper:
             cause = f"{shipper}'s compiled file does not load (the dynamic loader: {hit.text})"
+        ruled = f"the facts given rule out every cause modelled for it ({', '.join(ruled_out)})"
         if ruled_out and not entry.fix:
             score += RULED_OUT_CAUSES
-            caveat = (f"the facts given rule out every cause modelled for it ({', '.join(ruled_out)}): check that they "
-                      "describe the machine and versions that printed it")
+            caveat = f"{ruled}: check that they describe the machine and versions that printed it"
             reasons.append(caveat)
             cause = f"{cause}; but {caveat}"
         another = _another_install(hit, ruled_out) if entry.fix else None
         if another:
             topics = tuple(dict.fromkeys((*topics, "install-missing")))
-            reasons.append(f"the facts given rule out every cause modelled for it ({', '.join(ruled_out)})")
+            reasons.append(ruled)
             cause = f"{cause}; but the facts given rule that out: {another[0]}"
-        fixes = (*another[1:], own_fix(entry.fix, hit.groups)) if another else (own_fix(entry.fix, hit.groups),) \
-            if entry.fix else (() if ruled_out else distinct(
-            f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) \
-            or tuple(dict.fromkeys((*own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages))))
-        fixes = with_alternative(fixes, backends, entry.library)
+        fixes = with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, lambda: tuple(dict.fromkeys((
+            *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages))))),
+            backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=tuple(reasons), title=entry.meaning,
@@ -411,10 +410,21 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     return out
 
 
+def _message_fixes(entry: Any, hit: Any, another: tuple[str, str] | None, ruled_out: Sequence[str],
+                   by_id: Mapping[str, Any], fallback: Any) -> tuple[str, ...]:
+    """A message's fixes: its own (after checking for another install), else its rules' fixed ones where the facts do
+    not rule them out, else `fallback()` (the message's advice, a fix by its kind)."""
+    if entry.fix:
+        own = own_fix(entry.fix, hit.groups)
+        return (*another[1:], own) if another else (own,)
+    return (() if ruled_out else distinct(
+        f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) or fallback()
+
+
 def _another_install(hit: Any, ruled_out: Sequence[str]) -> tuple[str, str] | None:
     """(cause, fix) for a message about a module whose every modelled cause the versions given rule out (no
     torch.nn.attention.flex_attention in the torch 2.5 given): the program imports another install than the one given."""
-    module = hit.groups.get("module", "").split(".")[0]
+    module = module_package(hit.groups)
     if not ruled_out or not module:
         return None
     return (f"the program imports another {module} than the one given",

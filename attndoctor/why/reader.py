@@ -146,7 +146,7 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     hits = _find_hits(lines, entries)
     from .resemble import resembling_hits
 
-    hits += resembling_hits(lines, hits, entries, Hit)
+    hits += resembling_hits(lines, hits, entries)
     found = _Collected()
     for hit in hits:
         if not _quoted(hit, hits):

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from .index import PLACEHOLDER
 from .matcher import tokens
+from .reader import Hit
 
 RESEMBLES_AT = 0.65
 """The share of the message's weighted words the line must hold, and of the line's words the message must hold."""
@@ -80,8 +81,8 @@ def _vocabulary(entries: tuple[Any, ...]) -> _Vocabulary:
     return _BUILT[key]
 
 
-def resembling_hits(lines: Sequence[str], hits: Sequence[Any], entries: tuple[Any, ...], make: type) -> list[Any]:
-    """A hit (`make`, reader.Hit) for each line that holds no message but resembles an index message."""
+def resembling_hits(lines: Sequence[str], hits: Sequence[Hit], entries: tuple[Any, ...]) -> list[Hit]:
+    """A hit for each line that holds no message but resembles an index message."""
     taken = {h.line for h in hits if h.entry.kind != "fact"}
     taken |= {h.line + d for h in hits if h.entry.kind != "fact" and h.wrapped for d in (-2, -1, 1)}
     vocabulary = None
@@ -98,5 +99,5 @@ def resembling_hits(lines: Sequence[str], hits: Sequence[Any], entries: tuple[An
             seen[text] = vocabulary.best(text)
         found = seen[text]
         if found is not None:
-            out.append(make(vocabulary.entries[found[0]], number, text, {}, resembles=round(found[1], 2)))
+            out.append(Hit(vocabulary.entries[found[0]], number, text, {}, resembles=round(found[1], 2)))
     return out
