@@ -356,3 +356,11 @@ def test_a_virtual_gpu_is_its_board():
     assert lookup_gpu("NVIDIA A10-24Q").sm == 86
     assert lookup_gpu("NVIDIA Foo-8Q") is None
     assert lookup_gpu("NVIDIA T4G").name == "T4" and lookup_gpu("NVIDIA GeForce MX450").sm == 75
+
+
+def test_jetpack_6_names_an_orin_and_jetpack_5_names_none():
+    """JetPack 6 runs on the Orin modules only; JetPack 5 also runs on Xavier, so it does not name one architecture."""
+    assert resolve_gpu("Jetson (JetPack 6)") == ("Jetson Orin", 87)
+    assert resolve_gpu("JetPack 6.2") == ("Jetson Orin", 87)
+    with pytest.raises(UsageError):
+        resolve_gpu("Jetson (JetPack 5)")

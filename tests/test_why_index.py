@@ -86,6 +86,7 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "version-mismatch" not in entry_topics(flash, base)
     assert text_topics("failed to dispatch data type Float") == ("dtype",)
     assert "bias" in text_topics("Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096))")
+    assert text_topics("assert self.tmem_total <= SM100_TMEM_CAPACITY_COLUMNS")[0] == "head-dim"
     assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from attndoctor.why.index import load_index
+from attndoctor.why import resemble
+from attndoctor.why.index import load_index, to_entry
 from attndoctor.why.reader import read_text
 
 RECORD = {
@@ -133,7 +134,14 @@ def test_a_kernel_called_with_another_releases_arguments_is_a_version_mismatch(c
             "PYBIND-ATTENTION-KERNEL-ARGUMENTS", "version-mismatch"),
         "RuntimeError: _vllm_fa2_C::fwd_kvcache() expected at most 21 argument(s) but received 22 argument(s). "
         "Declaration: _vllm_fa2_C::fwd_kvcache(Tensor q)": ("TORCH-OP-SCHEMA-ARGUMENT-COUNT", "version-mismatch"),
+        "TypeError: apply_rotary_pos_emb_flashatt() takes 2 positional arguments but 4 were given": (
+            "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
+        "TypeError: FlashAttention.forward() missing 1 required positional argument: 'cu_seqlens'": (
+            "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
     })
+    # flash-attn's own functions keep their entry, which names the releases
+    assert_causes(cli, {"TypeError: flash_attn_func() got an unexpected keyword argument 'softcap'": (
+        "FA-UNEXPECTED-KEYWORD", "softcap")})
     _, out, _ = cli("why", "--no-here", "--format", "json", "TypeError: process(): incompatible function arguments.")
     assert json.loads(out)["cause"] is None
 
@@ -153,7 +161,28 @@ def test_each_new_entry_stays_off_a_neighbouring_text(cli):
         "TORCH-OP-SCHEMA-ARGUMENT-COUNT": "RuntimeError: torchvision::nms() expected at most 3 argument(s) but received "
                                           "4 argument(s).",
         "PIP-NO-DISTRIBUTION-ATTENTION-PACKAGE": "ERROR: No matching distribution found for numpy",
+        "PY-ATTENTION-CALL-SIGNATURE": "TypeError: load_state_dict() got an unexpected keyword argument 'assign'",
     }
     for entry, text in near.items():
         _, out, _ = cli("why", "--no-here", "--format", "json", text)
         assert entry not in [m["id"] for m in json.loads(out)["understood"]["messages"]], entry
+
+
+def test_the_exception_class_before_a_reworded_message_is_not_its_words(cli):
+    """Another build's Triton words its out-of-resource error differently; the class name in front is who raised it."""
+    text = ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 163842, Hardware "
+            "limitation: 101376. reducing the block size or `num_stages` may help")
+    _, out, _ = cli("why", "--no-here", "--format", "json", text)
+    cause = json.loads(out)["cause"]
+    assert cause["id"].startswith("TRITON-") and "resembles" in cause["reasons"][0]
+    assert "shared-memory" in cause["topics"]
+
+
+def test_numbers_both_lines_print_do_not_make_them_alike():
+    """'head_dim_v=64 should be a multiple of 128' shares only three words with 'head_kv should be a multiple of 64'
+    once the 64 both print is set aside."""
+    record = {**RECORD, "id": "sglang-0123456789ab", "library": "sglang", "kind": "assert",
+              "template": "head_kv should be a multiple of 64", "pattern": r"head_kv\ should\ be\ a\ multiple\ of\ 64"}
+    vocabulary = resemble._Vocabulary([to_entry(record, "sglang.jsonl")])
+    assert vocabulary.best("NotImplementedError: head_dim_v=64 should be a multiple of 128") is None
+    assert vocabulary.best("AssertionError: head_kv should be a multiple of 64 here") is not None

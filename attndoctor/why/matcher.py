@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .fixes import (distinct, fixed_value, generic_fix, module_package, own_advice, own_fix, package_of, rule_fixes,
                     shipped_by)
+from .own_words import words_cause
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
 
@@ -183,7 +184,7 @@ class Candidate(NamedTuple):
     """A rule, an advisory, a catalogue message or an install finding that may explain the text, with its score."""
 
     id: str
-    kind: str  # rule | advisory | message | install
+    kind: str  # rule | advisory | message | install | words
     score: float
     reasons: tuple[str, ...]
     title: str
@@ -228,6 +229,9 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
                              {h.entry.id for h in reading.hits
                               if h.entry.kind == "error" and h.entry.indexed and not h.resembles})
+    if all(c.score < CAUSE_AT for c in out):
+        words = words_cause(reading, CAUSE_AT, packages)
+        out.extend((words,) if words else ())
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
 

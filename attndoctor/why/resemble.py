@@ -9,12 +9,14 @@ from typing import Any, Sequence
 
 from .index import PLACEHOLDER
 from .matcher import tokens
+from .own_words import message_part
 from .reader import Hit
 
 RESEMBLES_AT = 0.65
 """The share of the message's weighted words the line must hold, and of the line's words the message must hold."""
 COMMON_MIN = 4
-"""Words in common below which two lines resemble by chance."""
+"""Words in common, numbers aside (a 64 both print is a value met by chance), below which two lines resemble by
+chance."""
 RARE = 300
 """A word in more messages than this does not propose candidates (it still counts in the shares)."""
 LINES_MAX = 2000
@@ -49,7 +51,7 @@ class _Vocabulary:
 
     def best(self, line: str) -> tuple[int, float] | None:
         """(message, share) of the message the line resembles most, when both shares reach RESEMBLES_AT."""
-        words = tokens(line)
+        words = tokens(message_part(line))
         if len(words) < COMMON_MIN or len(words) > WORDS_MAX:
             return None
         found: set[int] = set()
@@ -58,7 +60,7 @@ class _Vocabulary:
         best: tuple[int, float] | None = None
         for i in found:
             common = words & self.words[i]
-            if len(common) < COMMON_MIN:
+            if sum(not w.isdigit() for w in common) < COMMON_MIN:
                 continue
             shared = sum(self.weight(w) for w in common)
             # a number the message does not print is a value of the line, not a word of another message

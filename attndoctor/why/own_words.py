@@ -1,0 +1,75 @@
+"""A cause read off the error's own words where no known message and no rule explains the text: an error that says
+"only head dimension 128 is supported" is about the head dim, whoever printed it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, NamedTuple, Sequence
+
+from .fixes import generic_fix
+from .topics import text_topics
+
+_RAISED = re.compile(
+    r"^\s*(?:\[[^\]]*\]:?\s*)*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|OutOfResources|Assertion failed)"
+    r"\s*:\s*(?P<message>\S.*)$")
+"""An exception's line (RuntimeError: ..., [rank0]: torch._inductor.exc.InductorError: ..., Assertion failed: ...)."""
+_TAGGED = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?\s*(?P<message>\S.*)$", re.I)
+"""A logger's error line ([TensorRT-LLM][ERROR] ...)."""
+_RAISED_BY = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception|Warning))\s*:\s*")
+"""The exception class a line starts with (triton.runtime.errors.OutOfResources: ...): who raised it, not what."""
+SHORT = 2
+"""A text of at most this many lines is the message itself, whatever its first word."""
+MIN_CHARS = 12
+"""A shorter message ("AssertionError: ") names nothing."""
+
+
+class _Printer(NamedTuple):
+    """Who printed the line, as generic_fix asks for it: nobody the index knows."""
+
+    library: str = "the library that printed it"
+    note: str = ""
+    source: tuple[str, ...] = ()
+
+
+def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
+    """(line number, message) of the text's last error: an exception's line, a logger's error line, or the text
+    itself when it is a line or two."""
+    for number in range(len(lines), 0, -1):
+        found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1])
+        if found and len(found.group("message").strip(" `'\"")) >= MIN_CHARS:
+            return number, message_part(found.group("message")).strip(" `")
+    kept = [(n, message_part(line.strip(" `"))) for n, line in enumerate(lines, 1) if line.strip(" `")]
+    if 0 < len(kept) <= SHORT and len(kept[-1][1]) >= MIN_CHARS:
+        return kept[-1]
+    return None
+
+
+def message_part(line: str) -> str:
+    """The line without the exception classes it starts with (a chain: InductorError: RuntimeError: ...)."""
+    while True:
+        rest = _RAISED_BY.sub("", line, count=1)
+        if rest == line:
+            return line
+        line = rest
+
+
+def words_cause(reading: Any, score: float, packages: Mapping[str, str]) -> Any | None:
+    """The error's own words as a candidate of `score`, when they name a kind of problem; None otherwise."""
+    from .matcher import Candidate
+
+    found = error_line(reading.lines)
+    if found is None:
+        return None
+    number, message = found
+    topics = tuple(t for t in text_topics(message) if t != "other")
+    if not topics:
+        return None
+    backends = tuple(reading.framed or reading.backends)
+    kinds = ", ".join(t.replace("-", " ") for t in topics)
+    return Candidate(
+        id="ERROR-OWN-WORDS", kind="words", score=score,
+        reasons=(f"line {number} is an error no known message or rule explains; its own words are about: {kinds}",),
+        title=f"the error on line {number} names its check itself",
+        cause=f"the error on line {number} says what it checks ({kinds}): {message[:200]}",
+        fixes=(generic_fix(_Printer(note=message[:160]), topics, backends, message, packages),), backends=backends, applies=None,
+        lines=(number,), topics=topics)

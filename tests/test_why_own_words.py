@@ -1,0 +1,50 @@
+"""An error no known message and no rule explains is read by its own words: "only head_dim=128 supported" is about
+the head dim whoever printed it; an error whose words name no kind of problem stays unexplained."""
+
+from __future__ import annotations
+
+import json
+
+from attndoctor.why.own_words import error_line
+
+
+def ask(cli, text, *flags):
+    code, out, _ = cli("why", "--no-here", "--format", "json", *flags, text)
+    return code, json.loads(out)
+
+
+def test_an_unknown_error_about_the_head_dim_is_a_head_dim_cause(cli):
+    code, doc = ask(cli, "RuntimeError: FLASHATTENTION_DIFFUSION_ONLY build: only head_dim=128 supported, got 64")
+    cause = doc["cause"]
+    assert code == 0 and cause["id"] == "ERROR-OWN-WORDS" and cause["kind"] == "words"
+    assert cause["topics"] == ["head-dim"] and cause["lines"] == [1]
+    assert "head dim" in cause["fixes"][0] and "only head_dim=128 supported" in cause["fixes"][0]
+
+
+def test_the_frames_name_the_backend_of_an_unknown_error(cli):
+    text = ('  File "/x/site-packages/flash_attn_v100/flash_attn_interface.py", line 16, in _flash_attn_forward\n'
+            "    out, softmax_max, softmax_sum = flash_attn_cuda.fwd(\n"
+            "RuntimeError: current repo only supports head dimension 128, we will support more in the future")
+    _, doc = ask(cli, text)
+    assert doc["cause"]["id"] == "ERROR-OWN-WORDS" and doc["cause"]["lines"] == [3]
+    assert "flash-attn-2" in doc["cause"]["backends"] and "head-dim" in doc["cause"]["topics"]
+
+
+def test_a_known_message_or_a_rule_comes_before_the_errors_words(cli):
+    _, doc = ask(cli, "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
+    assert doc["cause"]["kind"] != "words"
+
+
+def test_an_error_whose_words_name_no_kind_stays_unexplained(cli):
+    code, doc = ask(cli, "RuntimeError: something went wrong in the worker process, see above")
+    assert code == 1 and doc["cause"] is None and doc["verdict"] == "unexplained"
+
+
+def test_only_an_error_line_speaks_in_a_longer_text():
+    log = ["loading model", "INFO: head dim 128, 32 heads", "step 1 done", "step 2 done"]
+    assert error_line(log) is None
+    assert error_line([*log, "[rank0]: torch._inductor.exc.InductorError: RuntimeError: head_dim must be 64"]) == (
+        5, "head_dim must be 64")
+    assert error_line(["[TensorRT-LLM][ERROR] Assertion failed: Size per head is not a multiple of X"]) == (
+        1, "Size per head is not a multiple of X")
+    assert error_line(["AssertionError: ", "ValueError: x"]) is None
