@@ -162,6 +162,7 @@ def test_each_new_entry_stays_off_a_neighbouring_text(cli):
                                           "4 argument(s).",
         "PIP-NO-DISTRIBUTION-ATTENTION-PACKAGE": "ERROR: No matching distribution found for numpy",
         "PY-ATTENTION-CALL-SIGNATURE": "TypeError: load_state_dict() got an unexpected keyword argument 'assign'",
+        "BUILD-HEADER-NOT-FOUND": "fatal error: config.json: No such file or directory",
     }
     for entry, text in near.items():
         _, out, _ = cli("why", "--no-here", "--format", "json", text)
@@ -186,3 +187,12 @@ def test_numbers_both_lines_print_do_not_make_them_alike():
     vocabulary = resemble._Vocabulary([to_entry(record, "sglang.jsonl")])
     assert vocabulary.best("NotImplementedError: head_dim_v=64 should be a multiple of 128") is None
     assert vocabulary.best("AssertionError: head_kv should be a multiple of 64 here") is not None
+
+
+def test_a_build_without_a_header_is_a_missing_install(cli):
+    assert_causes(cli, {
+        "/x/util/tensor_fill.h:52:10: fatal error: curand_kernel.h: No such file or directory": (
+            "BUILD-HEADER-NOT-FOUND", "install-missing"),
+        "csrc\\flash_api.cpp(1): fatal error C1083: Cannot open include file: 'cuda_runtime.h': No such file or "
+        "directory": ("BUILD-HEADER-NOT-FOUND", "install-missing"),
+    })

@@ -22,9 +22,10 @@ INSTALL_TOPICS: Mapping[str, str] = {"arch": "install-arch", "abi": "install-abi
 PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cutlass_dsl", "cudnn_frontend",
                       "te", "driver", "cudnn_compiled"})
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
-    # Blackwell's tensor memory (TMEM) holds the accumulators, whose columns grow with the head dim
+    # Blackwell's tensor memory (TMEM) holds the accumulators, whose columns grow with the head dim; FlashInfer's
+    # NUM_MMA_D_QK / NUM_MMA_D_VO are the head dims in MMA tiles
     (r"head[_ ]?dim|headdim|head[_ ]?size|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension|"
-     r"\bd_?(?:qk|v)\b|tmem", "head-dim"),
+     r"(?:\b|_)d_?(?:qk|vo?)\b|tmem", "head-dim"),
     # transformers' "request support for this architecture" / "The current architecture does not support ..." is the
     # model's architecture
     (r"compute capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|"
