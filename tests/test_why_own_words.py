@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from attndoctor.why.own_words import error_line
+from attndoctor.why.own_words import error_line, shape_topics
 
 
 def ask(cli, text, *flags):
@@ -48,3 +48,20 @@ def test_only_an_error_line_speaks_in_a_longer_text():
     assert error_line(["[TensorRT-LLM][ERROR] Assertion failed: Size per head is not a multiple of X"]) == (
         1, "Size per head is not a multiple of X")
     assert error_line(["AssertionError: ", "ValueError: x"]) is None
+
+
+def test_sizes_that_differ_by_a_whole_factor_on_the_heads_axis_are_grouped_query_attention(cli):
+    _, doc = ask(cli, "RuntimeError: The size of tensor a (32) must match the size of tensor b (8) at non-singleton "
+                      "dimension 1")
+    assert doc["cause"]["topics"] == ["gqa"] and "enable_gqa=True" in doc["cause"]["fixes"][0]
+    # 194560 elements viewed as (1, 190, 64, 128) hold 8 heads, not 64: K/V of a GQA model viewed with num_heads
+    assert shape_topics("shape '[1, 190, 64, 128]' is invalid for input of size 194560") == ("gqa",)
+
+
+def test_other_size_errors_say_nothing_of_heads():
+    assert shape_topics("The size of tensor a (128) must match the size of tensor b (160) at non-singleton "
+                        "dimension 3") == ()
+    assert shape_topics("The size of tensor a (30) must match the size of tensor b (8) at non-singleton "
+                        "dimension 1") == ()
+    assert shape_topics("shape '[3, 3, 3, 64]' is invalid for input of size 1152") == ()
+    assert shape_topics("shape '[2, 0, 8, 64]' is invalid for input of size 1024") == ()

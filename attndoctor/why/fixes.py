@@ -14,6 +14,10 @@ FIX_BY_TOPIC = {
     "install-arch": "install a {library} build that includes this GPU's architecture",
     "version-mismatch": "install the {library} release the message asks for (the versions it names)",
     "gpu-arch": "run on a GPU {library} supports, or let another backend take the call",
+    # torch/nn/functional.py@v2.5.0 scaled_dot_product_attention(..., enable_gqa=False)
+    "gqa": "give key and value as many heads as the query (repeat_interleave them by num_heads // num_kv_heads, as "
+           "transformers' repeat_kv does), or call a kernel that takes grouped-query attention (scaled_dot_product_attention "
+           "with enable_gqa=True from torch 2.5, flash-attn 2)",
     "shared-memory": "use smaller tiles (block sizes, num_stages) or a smaller head dim, or a GPU with more shared memory",
     "oom": "make the call need less memory: a smaller batch or sequence per step; SDPA's math path and eager attention "
            "build the whole score matrix, its flash and memory-efficient kernels do not",

@@ -23,6 +23,33 @@ MIN_CHARS = 12
 """A shorter message ("AssertionError: ") names nothing."""
 
 
+_SIZES = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton "
+                    r"dimension (?P<dim>\d+)")
+"""PyTorch's broadcast error (ATen's infer_size): two tensors differ in one axis."""
+_VIEW = re.compile(r"shape '\[(?P<shape>[\d, ]+)\]' is invalid for input of size (?P<size>\d+)")
+"""PyTorch's view error: the new shape does not hold the tensor's elements."""
+
+
+def shape_topics(message: str) -> tuple[str, ...]:
+    """("gqa",) where the shapes in a PyTorch size error differ on the heads axis by a whole factor: 32 query heads
+    beside 8 key/value heads broadcast, or K/V of 8 heads viewed as 64."""
+    sizes = _SIZES.search(message)
+    if sizes:
+        a, b = sorted((int(sizes["a"]), int(sizes["b"])))
+        return ("gqa",) if sizes["dim"] == "1" and 1 < a < b and b % a == 0 else ()
+    view = _VIEW.search(message)
+    dims = [int(d) for d in view["shape"].split(",") if d.strip()] if view else []
+    if len(dims) != 4 or 0 in dims:
+        return ()
+    size = int(view["size"])
+    for axis in (1, 2):  # (batch, heads, seq, dim) or (batch, seq, heads, dim)
+        rest = dims[0] * dims[1] * dims[2] * dims[3] // dims[axis]
+        heads = size // rest if size % rest == 0 else 0
+        if 1 <= heads < dims[axis] and dims[axis] % heads == 0:
+            return ("gqa",)
+    return ()
+
+
 class _Printer(NamedTuple):
     """Who printed the line, as generic_fix asks for it: nobody the index knows."""
 
@@ -61,7 +88,7 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str]) -> Any 
     if found is None:
         return None
     number, message = found
-    topics = tuple(t for t in text_topics(message) if t != "other")
+    topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
     if not topics:
         return None
     backends = tuple(reading.framed or reading.backends)
