@@ -65,3 +65,13 @@ def test_other_size_errors_say_nothing_of_heads():
                         "dimension 1") == ()
     assert shape_topics("shape '[3, 3, 3, 64]' is invalid for input of size 1152") == ()
     assert shape_topics("shape '[2, 0, 8, 64]' is invalid for input of size 1024") == ()
+
+
+def test_the_one_attention_package_given_is_the_backend_of_a_cause_that_names_none(cli):
+    text = "RuntimeError: CUDA error: device kernel image is invalid"
+    _, doc = ask(cli, text, "--flash-attn", "2.8.1", "--torch", "2.7.1")
+    assert doc["cause"]["id"] == "CUDA-KERNEL-IMAGE-INVALID" and doc["cause"]["backends"] == ["flash-attn-2"]
+    _, doc = ask(cli, text, "--flash-attn", "2.8.1", "--te", "2.4")
+    assert doc["cause"]["backends"] == []
+    _, doc = ask(cli, text)
+    assert doc["cause"]["backends"] == []

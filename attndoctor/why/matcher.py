@@ -209,8 +209,9 @@ class Candidate(NamedTuple):
 
 
 def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: Sequence[Mapping[str, Any]] = (),
-         similarity: Similarity | None = None) -> list[Candidate]:
-    """Every candidate worth showing, best first."""
+         similarity: Similarity | None = None, given: Sequence[str] = ()) -> list[Candidate]:
+    """Every candidate worth showing, best first. `given`: the packages whose versions the user gave (flags, the
+    text); where it is one attention package, its backends are those of a cause that names none (a CUDA error)."""
     similarity = similarity or Similarity({r.id: f"{r.symptom} {r.title}" for r in rules})
     extra = set().union(*(tokens(" ".join(str(f.get(k, "")) for k in ("title", "message", "symptom")))
                           for f in install_findings)) if install_findings else set()
@@ -224,16 +225,25 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     out = _rule_candidates(reading, rules, found, similarity, windows, links)
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
-    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages))
+    fallback = _given_backends(given, result)
+    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages, fallback))
     out.extend(_install_candidates(install_findings, reading, windows))
     out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
                              {h.entry.id for h in reading.hits
                               if h.entry.kind == "error" and h.entry.indexed and not h.resembles})
     if all(c.score < CAUSE_AT for c in out):
-        words = words_cause(reading, CAUSE_AT, packages)
+        words = words_cause(reading, CAUSE_AT, packages, fallback)
         out.extend((words,) if words else ())
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
+
+
+def _given_backends(given: Sequence[str], result: Any) -> tuple[str, ...]:
+    """The backends of the one attention package whose version the user gave (flash-attn 2.8.1: flash-attn-2)."""
+    packages = [p for p in dict.fromkeys(given) if p != "torch"]
+    if len(packages) != 1:
+        return ()
+    return tuple(v.backend.id for v in result.all_verdicts if packages[0] in v.backend.requires)
 
 
 def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]) -> list[Candidate]:
@@ -337,7 +347,7 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
 
 def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],
                         best_rule: float, links: Mapping[str, tuple[str, ...]],
-                        packages: Mapping[str, str]) -> list[Candidate]:
+                        packages: Mapping[str, str], fallback: tuple[str, ...]) -> list[Candidate]:
     """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
     out: list[Candidate] = []
     named = set(reading.backends)
@@ -382,7 +392,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             score += min(REPEATED_MAX, REPEATED * (max(repeats, len(ops)) - 1))
             reasons.append(f"its line gives it {repeats} times" if repeats >= len(ops) else
                            f"{len(ops)} of xformers' operators give it")
-        backends = message_backends(entry, reading.framed or reading.backends)
+        backends = message_backends(entry, reading.framed or reading.backends) or fallback
         if against and not against & set(backends):
             score += OTHER_BACKEND
             reasons.append(f"it is about {', '.join(backends)}, the text{where} about {', '.join(sorted(against))}")

@@ -80,8 +80,9 @@ def message_part(line: str) -> str:
         line = rest
 
 
-def words_cause(reading: Any, score: float, packages: Mapping[str, str]) -> Any | None:
-    """The error's own words as a candidate of `score`, when they name a kind of problem; None otherwise."""
+def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallback: tuple[str, ...] = ()) -> Any | None:
+    """The error's own words as a candidate of `score`, when they name a kind of problem; None otherwise. Its
+    backends are those the text names, else `fallback`."""
     from .matcher import Candidate
 
     found = error_line(reading.lines)
@@ -91,7 +92,7 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str]) -> Any 
     topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
     if not topics:
         return None
-    backends = tuple(reading.framed or reading.backends)
+    backends = tuple(reading.framed or reading.backends) or fallback
     kinds = ", ".join(t.replace("-", " ") for t in topics)
     return Candidate(
         id="ERROR-OWN-WORDS", kind="words", score=score,
