@@ -323,6 +323,22 @@ def other_vendor(text: str) -> bool:
     return bool(_OTHER_VENDOR.search(str(text or ""))) and lookup_gpu(text) is None
 
 
+_SERIES = re.compile(r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line>rtx|gtx)\s*(?P<gen>\d{2})\s*(?:xx|[- ]?series|s)$", re.I)
+"""A product line named by its series ("RTX 50XX", "RTX 40 series", "GTX 10xx")."""
+
+
+def series_sm(text: str) -> tuple[str, int] | None:
+    """(name, sm) for a GeForce series whose every catalogued model has one compute capability (all RTX 50 are
+    sm120); None for another text or a series whose models differ."""
+    found = _SERIES.match(str(text).strip())
+    if not found:
+        return None
+    line, gen = found["line"].lower(), found["gen"]
+    model = re.compile(rf"^{line}{gen}(?!00)\d{{2}}")  # x000 are workstation cards (RTX 5000 Ada), not GeForce
+    sms = {spec.sm for spec in gpu_catalogue() if model.match(normalize_gpu_name(spec.name))}
+    return (f"{line.upper()} {gen} series", sms.pop()) if len(sms) == 1 else None
+
+
 _REMARK = re.compile(r"\([^()]*\)")
 """A remark beside the name: "T4 (AWS g4dn.xlarge)", "(cloud) L4"."""
 _SEVERAL = re.compile(r"\s+(?:/|and|or|vs\.?|&)\s+|\s*[,;+]\s*", re.I)
@@ -352,6 +368,9 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
             return f"sm{sm}", sm
+        series = series_sm(raw)
+        if series is not None:
+            return series
         family = arch_family(raw)
         if family:
             if len(family) == 1:

@@ -364,3 +364,12 @@ def test_jetpack_6_names_an_orin_and_jetpack_5_names_none():
     assert resolve_gpu("JetPack 6.2") == ("Jetson Orin", 87)
     with pytest.raises(UsageError):
         resolve_gpu("Jetson (JetPack 5)")
+
+
+def test_a_geforce_series_names_the_architecture_its_models_share():
+    assert resolve_gpu("RTX 50XX") == ("RTX 50 series", 120)
+    assert resolve_gpu("NVIDIA GeForce RTX 40 Series") == ("RTX 40 series", 89)
+    assert resolve_gpu("RTX 20-series") == ("RTX 20 series", 75)  # the RTX 2000 Ada workstation card is not one
+    for unknown in ("RTX 60xx", "RTX 50"):
+        with pytest.raises(UsageError):
+            resolve_gpu(unknown)

@@ -88,6 +88,7 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "bias" in text_topics("Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096))")
     assert text_topics("assert self.tmem_total <= SM100_TMEM_CAPACITY_COLUMNS")[0] == "head-dim"
     assert text_topics("Invalid configuration : NUM_MMA_Q=1 NUM_MMA_D_QK=16 NUM_MMA_D_VO=16") == ("head-dim",)
+    assert text_topics("Assertion failed: Size per head is not a multiple of X") == ("head-dim",)
     assert set(rule_topics(base["FA2-ARCH-PRE-AMPERE"])) <= set(TOPICS)
 
 

@@ -24,7 +24,7 @@ PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "f
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
     # Blackwell's tensor memory (TMEM) holds the accumulators, whose columns grow with the head dim; FlashInfer's
     # NUM_MMA_D_QK / NUM_MMA_D_VO are the head dims in MMA tiles
-    (r"head[_ ]?dim|headdim|head[_ ]?size|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension|"
+    (r"head[_ ]?dim|headdim|head[_ ]?size|size per head|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension|"
      r"(?:\b|_)d_?(?:qk|vo?)\b|tmem", "head-dim"),
     # transformers' "request support for this architecture" / "The current architecture does not support ..." is the
     # model's architecture
