@@ -339,6 +339,17 @@ def series_sm(text: str) -> tuple[str, int] | None:
     return (f"{line.upper()} {gen} series", sms.pop()) if len(sms) == 1 else None
 
 
+def contained_in_one_arch(text: str) -> tuple[str, int] | None:
+    """(name, sm) where a short form ("pro6000") is part of the names of catalogued GPUs that all share one compute
+    capability: the shortest of those names. None where it is too short to be a model, or the GPUs differ."""
+    key = normalize_gpu_name(text)
+    if len(key) < 5 or not re.search(r"\d", key) or not re.search(r"[a-z]", key):
+        return None
+    holders = sorted((spec for spec in gpu_catalogue() if key in normalize_gpu_name(spec.name)),
+                     key=lambda spec: len(spec.name))
+    return (holders[0].name, holders[0].sm) if holders and len({h.sm for h in holders}) == 1 else None
+
+
 _REMARK = re.compile(r"\([^()]*\)")
 """A remark beside the name: "T4 (AWS g4dn.xlarge)", "(cloud) L4"."""
 _SEVERAL = re.compile(r"\s+(?:/|and|or|vs\.?|&)\s+|\s*[,;+]\s*", re.I)
@@ -368,9 +379,9 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
             return f"sm{sm}", sm
-        series = series_sm(raw)
-        if series is not None:
-            return series
+        short = series_sm(raw) or contained_in_one_arch(raw)
+        if short is not None:
+            return short
         family = arch_family(raw)
         if family:
             if len(family) == 1:

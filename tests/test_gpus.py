@@ -373,3 +373,10 @@ def test_a_geforce_series_names_the_architecture_its_models_share():
     for unknown in ("RTX 60xx", "RTX 50"):
         with pytest.raises(UsageError):
             resolve_gpu(unknown)
+
+
+def test_a_short_form_inside_names_of_one_architecture_resolves_to_the_shortest():
+    assert resolve_gpu("pro6000") == ("RTX PRO 6000 Blackwell", 120)
+    for unknown in ("gh200x", "rtx 3800ti"):  # in no name; nearest names are offered instead
+        with pytest.raises(UsageError, match="nearest known"):
+            resolve_gpu(unknown)
