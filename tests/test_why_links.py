@@ -57,3 +57,14 @@ def test_a_missing_install_the_message_names_by_its_backend_is_fixed_with_that_b
                          "installed.")
     assert doc["cause"]["backends"] == ["flash-attn-2"]
     assert doc["cause"]["fixes"][0].startswith("install flash-attn ")
+
+
+def test_a_message_that_prints_its_reason_links_only_the_rules_of_that_kind(cli):
+    """vLLM names why it skipped flash-attn: head size 88 is not the GPU's architecture; FA2 takes head dim 88, so the
+    one head-dim rule the message links is ruled out and the message stands as the cause, saying so."""
+    doc = why(cli, "--", "Cannot use FlashAttention-2 backend for head size 88")
+    assert doc["cause"]["id"] == "VLLM-CANNOT-USE-FA2" and "head-dim" in doc["cause"]["topics"]
+    assert "FA2-HDIM-MAX-256" in doc["cause"]["cause"]
+    assert all(c["id"] != "FA2-ARCH-PRE-AMPERE" for c in doc["candidates"][:3])
+    doc = why(cli, "--gpu", "T4", "--", "Cannot use FlashAttention-2 backend for Volta and Turing GPUs.")
+    assert doc["cause"]["id"] == "FA2-ARCH-PRE-AMPERE"

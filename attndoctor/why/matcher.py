@@ -269,7 +269,17 @@ def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
         literal = entry.literals[0][0] if entry.indexed and not entry.rules and entry.literals else ""
         quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
         out[entry.id] = entry.rules or (quoting if len(quoting) <= QUOTED_BY else ())
-    return out
+    by_id = {r.id: r for r in rules}
+    return {entry_id: _narrowed(linked, [h for h in reading.hits if h.entry.id == entry_id], by_id)
+            for entry_id, linked in out.items()}
+
+
+def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, Any]) -> tuple[str, ...]:
+    """A message that prints which of its reasons it is ("Cannot use FlashAttention-2 backend for head size 88")
+    links only the rules of that kind; where none is of that kind, all of them."""
+    printed = set(text_topics(*(str(v) for h in hits for v in h.groups.values()))) - {"other"}
+    kept = tuple(r for r in linked if r in by_id and set(rule_topics(by_id[r])) & printed) if printed else ()
+    return kept or linked
 
 
 def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tuple[Any, Any]],
