@@ -75,3 +75,15 @@ def test_the_one_attention_package_given_is_the_backend_of_a_cause_that_names_no
     assert doc["cause"]["backends"] == []
     _, doc = ask(cli, text)
     assert doc["cause"]["backends"] == []
+
+
+def test_calling_an_attention_function_that_is_none_is_a_failed_import(cli):
+    text = ('  File "/x/hunyuan_video_packed.py", line 96, in attn_varlen_func\n'
+            "    x = sageattn(q, k, v, tensor_layout='NHD')\n"
+            "TypeError: 'NoneType' object is not callable")
+    _, doc = ask(cli, text)
+    assert doc["cause"]["id"] == "ERROR-OWN-WORDS" and doc["cause"]["topics"] == ["install-missing"]
+    assert "sageattn" in doc["cause"]["cause"] and "sageattn" in doc["cause"]["fixes"][0]
+    # a None that is not an attention function says nothing of one
+    _, doc = ask(cli, text.replace("sageattn(q, k, v, tensor_layout='NHD')", "callback(step)"))
+    assert doc["cause"] is None

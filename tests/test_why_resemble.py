@@ -163,6 +163,8 @@ def test_each_new_entry_stays_off_a_neighbouring_text(cli):
         "PIP-NO-DISTRIBUTION-ATTENTION-PACKAGE": "ERROR: No matching distribution found for numpy",
         "PY-ATTENTION-CALL-SIGNATURE": "TypeError: load_state_dict() got an unexpected keyword argument 'assign'",
         "BUILD-HEADER-NOT-FOUND": "fatal error: config.json: No such file or directory",
+        "TRITON-LAUNCHER-BUILD-FAILED": "subprocess.CalledProcessError: Command '['nvcc', '/tmp/x/kernel.cu', '-O3']' "
+                                        "returned non-zero exit status 1.",
     }
     for entry, text in near.items():
         _, out, _ = cli("why", "--no-here", "--format", "json", text)
@@ -196,3 +198,10 @@ def test_a_build_without_a_header_is_a_missing_install(cli):
         "csrc\\flash_api.cpp(1): fatal error C1083: Cannot open include file: 'cuda_runtime.h': No such file or "
         "directory": ("BUILD-HEADER-NOT-FOUND", "install-missing"),
     })
+
+
+def test_triton_failing_to_build_a_kernels_launcher_is_a_missing_install(cli):
+    assert_causes(cli, {
+        "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpq4/main.c', '-O3', '-I/x/triton/common/../"
+        "third_party/cuda/include', '-shared', '-fPIC', '-lcuda', '-o', '/tmp/tmpq4/k.so']' returned non-zero exit "
+        "status 1.": ("TRITON-LAUNCHER-BUILD-FAILED", "install-missing")})

@@ -30,6 +30,25 @@ _VIEW = re.compile(r"shape '\[(?P<shape>[\d, ]+)\]' is invalid for input of size
 """PyTorch's view error: the new shape does not hold the tensor's elements."""
 
 
+_NONE_CALLED = re.compile(r"'NoneType' object is not callable")
+_ATTENTION_CALL = re.compile(r"\b(?P<name>\w*(?:attn|attention|flash|sdpa|fmha|sage)\w*)\s*\(", re.I)
+"""A call of an attention function on a traceback's code line (x = sageattn(q, k, v))."""
+LOOK_BACK = 4
+"""Lines above an error searched for the call that raised it."""
+
+
+def none_called(lines: Sequence[str], number: int) -> str:
+    """The attention function a "'NoneType' object is not callable" error called, from the code line above it: a
+    name the program set to None when its optional import failed; '' when the error is another or names none."""
+    if not _NONE_CALLED.search(lines[number - 1]):
+        return ""
+    for line in reversed(lines[max(0, number - 1 - LOOK_BACK):number - 1]):
+        found = _ATTENTION_CALL.search(line)
+        if found and not line.lstrip().startswith("File "):
+            return found["name"]
+    return ""
+
+
 def shape_topics(message: str) -> tuple[str, ...]:
     """("gqa",) where the shapes in a PyTorch size error differ on the heads axis by a whole factor: 32 query heads
     beside 8 key/value heads broadcast, or K/V of 8 heads viewed as 64."""
@@ -89,10 +108,21 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
     if found is None:
         return None
     number, message = found
+    backends = tuple(reading.framed or reading.backends) or fallback
+    called = none_called(reading.lines, number)
+    if called:
+        return Candidate(
+            id="ERROR-OWN-WORDS", kind="words", score=score,
+            reasons=(f"line {number} calls {called}, which is None: the program set it to None when its import "
+                     "failed",),
+            title=f"{called} is None: its package did not import", topics=("install-missing",),
+            cause=f"the program calls {called}, which it set to None because the package that provides it is not "
+                  "installed or does not import", backends=backends, applies=None, lines=(number,),
+            fixes=(f"install the package that provides {called} (built for this torch, CUDA and Python) and check "
+                   f"that it imports, or choose another attention in the program than the one that calls {called}",))
     topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
     if not topics:
         return None
-    backends = tuple(reading.framed or reading.backends) or fallback
     kinds = ", ".join(t.replace("-", " ") for t in topics)
     return Candidate(
         id="ERROR-OWN-WORDS", kind="words", score=score,
