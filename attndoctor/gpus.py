@@ -352,7 +352,7 @@ def contained_in_one_arch(text: str) -> tuple[str, int] | None:
 
 _REMARK = re.compile(r"\([^()]*\)")
 """A remark beside the name: "T4 (AWS g4dn.xlarge)", "(cloud) L4"."""
-_SEVERAL = re.compile(r"\s+(?:/|and|or|vs\.?|&)\s+|\s*[,;+]\s*", re.I)
+_SEVERAL = re.compile(r"\s*/\s*|\s+(?:and|or|vs\.?|&)\s+|\s*[,;+]\s*", re.I)
 
 
 def resolve_gpu(text: str) -> tuple[str, int]:
@@ -371,7 +371,9 @@ def resolve_gpu(text: str) -> tuple[str, int]:
             raise UsageError(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
         if spec is not None:
             return spec.name, spec.sm
-        several = [lookup_gpu(part) for part in _SEVERAL.split(raw)]
+        several = [lookup_gpu(part) or lookup_gpu(f"{raw.split()[0]} {part}") for part in _SEVERAL.split(raw)]
+        if len(several) > 1 and all(several) and len({s.sm for s in several if s}) == 1:
+            return " / ".join(dict.fromkeys(s.name for s in several if s)), several[0].sm
         if len(several) > 1 and all(several):
             names = ", ".join(dict.fromkeys(s.name for s in several if s))
             raise UsageError(f"GPU {raw[:60]!r} names several GPUs ({names}); give one (--gpu takes one GPU; "

@@ -128,11 +128,17 @@ def test_a_remark_in_parentheses_beside_a_known_name_is_read_past(text: str, nam
     assert resolve_gpu(text)[0] == name
 
 
-def test_two_gpus_in_one_value_are_refused_by_name() -> None:
+def test_two_gpus_of_two_architectures_in_one_value_are_refused_by_name() -> None:
     with pytest.raises(Exception, match=r"names several GPUs \(RTX 3090, RTX 5090\); give one"):
         resolve_gpu("RTX 3090 / RTX 5090")
-    with pytest.raises(Exception, match=r"unknown GPU 'Jetson \(JetPack 6\)'"):
-        resolve_gpu("Jetson (JetPack 6)")  # a family, not a model: the remark does not make it one
+    with pytest.raises(Exception, match=r"unknown GPU 'Jetson \(JetPack 5\)'"):
+        resolve_gpu("Jetson (JetPack 5)")  # Orin or Xavier: the remark does not decide the architecture
+
+
+def test_gpus_of_one_architecture_in_one_value_are_that_architecture() -> None:
+    """The rules depend on the architecture: 'RTX 5080/5090' is sm120 whichever of the two ran."""
+    assert resolve_gpu("RTX 5080/5090") == ("RTX 5080 / RTX 5090", 120)
+    assert resolve_gpu("H100 / H200")[1] == 90
 
 
 def test_cli_refuses_an_unknown_gpu_with_exit_2_and_one_line() -> None:
