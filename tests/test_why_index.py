@@ -86,6 +86,7 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "version-mismatch" not in entry_topics(flash, base)
     assert text_topics("failed to dispatch data type Float") == ("dtype",)
     assert "bias" in text_topics("Broadcasting the `attn_bias` tensor is not supported (shape: (16, 4096, 4096))")
+    assert {"mask", "bias"} <= set(text_topics("Expected attn_bias.stride(1) == 0 to be true, but got false."))
     assert text_topics("assert self.tmem_total <= SM100_TMEM_CAPACITY_COLUMNS")[0] == "head-dim"
     assert text_topics("Invalid configuration : NUM_MMA_Q=1 NUM_MMA_D_QK=16 NUM_MMA_D_VO=16") == ("head-dim",)
     assert text_topics("Assertion failed: Size per head is not a multiple of X") == ("head-dim",)

@@ -33,7 +33,8 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"\bdtype|\bdata type|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2|kv[_ -]?cache[_ -]?dtype", "fp8"),
     # a model class "...ForCausalLM" names its task, not a mask
-    (r"causal(?!lm)|attn_mask|mask|block sparsity|sparse_block_size|padding[_ ]side", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
+    # xformers' attn_bias is its mask too (LowerTriangularMask, BlockDiagonalMask are attn_bias types)
+    (r"causal(?!lm)|attn_mask|mask|block sparsity|sparse_block_size|padding[_ ]side|\battn_bias\b", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
     (r"alibi|\bbias\b|\battn_bias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads|group_size", "gqa"),
     (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
     (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
