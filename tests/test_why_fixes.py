@@ -124,3 +124,13 @@ def test_a_library_error_a_catalogue_entry_explains_on_its_line_is_not_a_bare_fa
             "    Python  3.10.9 (you have 3.10.9)")
     code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
     assert json.loads(out)["cause"]["id"] == "XFORMERS-CANNOT-LOAD-EXTENSIONS"
+
+
+def test_a_library_that_does_not_support_something_yet_is_fixed_by_a_later_release(cli):
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "ValueError: SiglipVisionModel does not support Flash Attention 2.0 yet. Please request to add "
+                       "support where the model is hosted, on its model hub page")
+    assert json.loads(out)["cause"]["fixes"][0].startswith("upgrade transformers: the message says")
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
+    assert not any(f.startswith("upgrade flash-attn: the message says") for f in json.loads(out)["cause"]["fixes"])

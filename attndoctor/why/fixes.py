@@ -137,6 +137,10 @@ def shipped_by(text: str) -> str:
     return name.lower().replace("_", "-")
 
 
+NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b", re.I)
+"""A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet")."""
+
+
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
                 packages: Mapping[str, str] | None = None) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
@@ -151,6 +155,9 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
             library = package.group(0)
         else:  # "Flash Attention V2 is not installed": the package of the backend the message is about
             library = next((packages[b] for b in backends if (packages or {}).get(b)), library)
+    if NOT_YET.search(text) and entry.library not in ("text", "python", "loader", "cuda", "pip"):
+        return (f"upgrade {library}: the message says the support is not there yet, so a later release may add it; "
+                "until then use another attention implementation for this model")
     named = VERSIONED.search(text) if "version-mismatch" in topics else None
     if named:
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
