@@ -47,6 +47,8 @@ def test_only_an_error_line_speaks_in_a_longer_text():
         5, "head_dim must be 64")
     assert error_line(["[TensorRT-LLM][ERROR] Assertion failed: Size per head is not a multiple of X"]) == (
         1, "Size per head is not a multiple of X")
+    assert error_line(["!!! Exception during processing !!! head_dim must be 64", "Prompt executed in 1 s"]) == (
+        1, "head_dim must be 64")
     assert error_line(["AssertionError: ", "ValueError: x"]) is None
 
 

@@ -13,8 +13,9 @@ _RAISED = re.compile(
     r"^\s*(?:\[[^\]]*\]:?\s*)*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|OutOfResources|Assertion failed)"
     r"\s*:\s*(?P<message>\S.*)$")
 """An exception's line (RuntimeError: ..., [rank0]: torch._inductor.exc.InductorError: ..., Assertion failed: ...)."""
-_TAGGED = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?\s*(?P<message>\S.*)$", re.I)
-"""A logger's error line ([TensorRT-LLM][ERROR] ...)."""
+_TAGGED = re.compile(r"^\s*(?:(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?|!!! Exception during processing !!!)\s*"
+                     r"(?P<message>\S.*)$", re.I)
+"""A logger's error line ([TensorRT-LLM][ERROR] ..., ComfyUI's "!!! Exception during processing !!! ...")."""
 _RAISED_BY = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception|Warning))\s*:\s*")
 """The exception class a line starts with (triton.runtime.errors.OutOfResources: ...): who raised it, not what."""
 SHORT = 2
