@@ -270,8 +270,10 @@ def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
         quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
         out[entry.id] = entry.rules or (quoting if len(quoting) <= QUOTED_BY else ())
     by_id = {r.id: r for r in rules}
-    return {entry_id: _narrowed(linked, [h for h in reading.hits if h.entry.id == entry_id], by_id)
-            for entry_id, linked in out.items()}
+    hits: dict[str, list[Any]] = {}
+    for hit in reading.hits:
+        hits.setdefault(hit.entry.id, []).append(hit)
+    return {entry_id: _narrowed(linked, hits[entry_id], by_id) for entry_id, linked in out.items()}
 
 
 def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, Any]) -> tuple[str, ...]:
