@@ -73,6 +73,9 @@ def test_the_one_attention_package_given_is_the_backend_of_a_cause_that_names_no
     text = "RuntimeError: CUDA error: device kernel image is invalid"
     _, doc = ask(cli, text, "--flash-attn", "2.8.1", "--torch", "2.7.1")
     assert doc["cause"]["id"] == "CUDA-KERNEL-IMAGE-INVALID" and doc["cause"]["backends"] == ["flash-attn-2"]
+    # CUDA, the driver and cuDNN are no attention package of their own: flash-attn stays the one given
+    _, doc = ask(cli, text, "--flash-attn", "2.8.1", "--cuda", "12.4", "--driver", "550.54", "--cudnn", "9.1.0")
+    assert doc["cause"]["backends"] == ["flash-attn-2"]
     _, doc = ask(cli, text, "--flash-attn", "2.8.1", "--te", "2.4")
     assert doc["cause"]["backends"] == []
     _, doc = ask(cli, text)

@@ -239,11 +239,11 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
 
 
 def _given_backends(given: Sequence[str], result: Any) -> tuple[str, ...]:
-    """The backends of the one attention package whose version the user gave (flash-attn 2.8.1: flash-attn-2)."""
-    packages = [p for p in dict.fromkeys(given) if p != "torch"]
-    if len(packages) != 1:
-        return ()
-    return tuple(v.backend.id for v in result.all_verdicts if packages[0] in v.backend.requires)
+    """The backends of the one attention package whose version the user gave (flash-attn 2.8.1: flash-attn-2). An
+    attention package is what a backend needs besides torch, first (cudnn-frontend for cudnn-fe, not cuDNN)."""
+    own = {v.backend.id: next((r for r in v.backend.requires if r != "torch"), "") for v in result.all_verdicts}
+    packages = [p for p in dict.fromkeys(given) if p in own.values()]
+    return tuple(b for b, package in own.items() if package == packages[0]) if len(packages) == 1 else ()
 
 
 def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]) -> list[Candidate]:
