@@ -261,19 +261,17 @@ def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]
 def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
     """The rules each message the text holds is the symptom of: those its entry names, else those whose symptom
     quotes its words (a library message read from the source, which an advisory's symptom cites)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for hit in reading.hits:
-        entry = hit.entry
-        if entry.id in out:
-            continue
-        literal = entry.literals[0][0] if entry.indexed and not entry.rules and entry.literals else ""
-        quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
-        out[entry.id] = entry.rules or (quoting if len(quoting) <= QUOTED_BY else ())
-    by_id = {r.id: r for r in rules}
     hits: dict[str, list[Any]] = {}
     for hit in reading.hits:
         hits.setdefault(hit.entry.id, []).append(hit)
-    return {entry_id: _narrowed(linked, hits[entry_id], by_id) for entry_id, linked in out.items()}
+    by_id = {r.id: r for r in rules}
+    out: dict[str, tuple[str, ...]] = {}
+    for entry_id, same in hits.items():
+        entry = same[0].entry
+        literal = entry.literals[0][0] if entry.indexed and not entry.rules and entry.literals else ""
+        quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
+        out[entry_id] = _narrowed(entry.rules or (quoting if len(quoting) <= QUOTED_BY else ()), same, by_id)
+    return out
 
 
 def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, Any]) -> tuple[str, ...]:

@@ -112,23 +112,21 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
     backends = tuple(reading.framed or reading.backends) or fallback
     called = none_called(reading.lines, number)
     if called:
-        return Candidate(
-            id="ERROR-OWN-WORDS", kind="words", score=score,
-            reasons=(f"line {number} calls {called}, which is None: the program set it to None when its import "
-                     "failed",),
-            title=f"{called} is None: its package did not import", topics=("install-missing",),
-            cause=f"the program calls {called}, which it set to None because the package that provides it is not "
-                  "installed or does not import", backends=backends, applies=None, lines=(number,),
-            fixes=(f"install the package that provides {called} (built for this torch, CUDA and Python) and check "
-                   f"that it imports, or choose another attention in the program than the one that calls {called}",))
-    topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
-    if not topics:
-        return None
-    kinds = ", ".join(t.replace("-", " ") for t in topics)
-    return Candidate(
-        id="ERROR-OWN-WORDS", kind="words", score=score,
-        reasons=(f"line {number} is an error no known message or rule explains; its own words are about: {kinds}",),
-        title=f"the error on line {number} names its check itself",
-        cause=f"the error on line {number} says what it checks ({kinds}): {message[:200]}",
-        fixes=(generic_fix(_Printer(note=message[:160]), topics, backends, message, packages),), backends=backends, applies=None,
-        lines=(number,), topics=topics)
+        topics = ("install-missing",)
+        reason = f"line {number} calls {called}, which is None: the program set it to None when its import failed"
+        title = f"{called} is None: its package did not import"
+        cause = (f"the program calls {called}, which it set to None because the package that provides it is not "
+                 "installed or does not import")
+        fix = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
+               f"it imports, or choose another attention in the program than the one that calls {called}")
+    else:
+        topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
+        if not topics:
+            return None
+        kinds = ", ".join(t.replace("-", " ") for t in topics)
+        reason = f"line {number} is an error no known message or rule explains; its own words are about: {kinds}"
+        title = f"the error on line {number} names its check itself"
+        cause = f"the error on line {number} says what it checks ({kinds}): {message[:200]}"
+        fix = generic_fix(_Printer(note=message[:160]), topics, backends, message, packages)
+    return Candidate(id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(reason,), title=title, cause=cause,
+                     fixes=(fix,), backends=backends, applies=None, lines=(number,), topics=topics)
