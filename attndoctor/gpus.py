@@ -372,11 +372,11 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         if spec is not None:
             return spec.name, spec.sm
         several = [lookup_gpu(part) or lookup_gpu(f"{raw.split()[0]} {part}") for part in _SEVERAL.split(raw)]
-        if len(several) > 1 and all(several) and len({s.sm for s in several if s}) == 1:
-            return " / ".join(dict.fromkeys(s.name for s in several if s)), several[0].sm
         if len(several) > 1 and all(several):
-            names = ", ".join(dict.fromkeys(s.name for s in several if s))
-            raise UsageError(f"GPU {raw[:60]!r} names several GPUs ({names}); give one (--gpu takes one GPU; "
+            names = list(dict.fromkeys(s.name for s in several if s))
+            if len({s.sm for s in several if s}) == 1:
+                return " / ".join(names), several[0].sm
+            raise UsageError(f"GPU {raw[:60]!r} names several GPUs ({', '.join(names)}); give one (--gpu takes one GPU; "
                              "explain a fleet with --config-file or `attndoctor fleet`)")
         sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
