@@ -92,3 +92,39 @@ def test_calling_an_attention_function_that_is_none_is_a_failed_import(cli):
     # a None that is not an attention function says nothing of one
     _, doc = ask(cli, text.replace("sageattn(q, k, v, tensor_layout='NHD')", "callback(step)"))
     assert doc["cause"] is None
+
+
+def test_a_bare_assertion_of_a_package_being_available_is_a_failed_import(cli):
+    text = ('File "/x/wan/modules/attention.py", line 112, in flash_attention\n'
+            "[rank0]:     assert FLASH_ATTN_2_AVAILABLE\n[rank0]:            ^^^^^^^^^^^^^^^^^^^^^^\n"
+            "[rank0]: AssertionError")
+    code, doc = ask(cli, text)
+    cause = doc["cause"]
+    assert code == 0 and cause["id"] == "ERROR-OWN-WORDS" and cause["lines"] == [4]
+    assert cause["topics"] == ["install-missing"] and cause["backends"] == ["flash-attn-2"]
+    assert "install flash-attn" in cause["fixes"][0] and "import flash_attn" in cause["fixes"][0]
+    # an assertion of something else says what it says, and a bare AssertionError with no statement shown nothing
+    assert error_line(["    assert q.shape[-1] == 128", "AssertionError"]) == (2, "assert q.shape[-1] == 128")
+    assert ask(cli, "AssertionError")[1]["cause"] is None
+
+
+def test_a_broken_install_is_fixed_in_the_package_of_the_backend_it_names(cli):
+    _, doc = ask(cli, "Unsloth: Your Flash Attention 2 installation seems to be broken. Using Xformers instead. No "
+                      "performance changes will be seen.")
+    assert doc["cause"]["topics"] == ["install-abi"]
+    assert doc["cause"]["fixes"][0].startswith("reinstall flash-attn built for")
+    _, doc = ask(cli, "flashinfer not found, use triton for linux")
+    assert doc["cause"]["topics"] == ["install-missing"] and doc["cause"]["fixes"][0].startswith("install flashinfer")
+    _, doc = ask(cli, "config.json not found, using the defaults")
+    assert doc["cause"] is None
+
+
+def test_a_missing_compiled_extension_names_the_package_it_belongs_to(cli):
+    from attndoctor.why.fixes import module_package
+
+    assert module_package({"module": "flash_attn_2_cuda"}) == "flash_attn"
+    assert module_package({"module": "selective_scan_cuda"}) == "selective_scan"
+    assert module_package({"module": "transformers.modeling_utils"}) == "transformers"
+    assert module_package({"module": "_C"}) == "_C"
+    _, doc = ask(cli, "ModuleNotFoundError: No module named 'selective_scan_cuda'")
+    assert "ships selective_scan's compiled extension" in doc["cause"]["fixes"][0]

@@ -52,8 +52,9 @@ def fixed_value(fix: Any) -> bool:
 
 
 def module_package(groups: Mapping[str, str]) -> str:
-    """The top-level package of the module a message names (its `module` group), or ''."""
-    return groups.get("module", "").split(".")[0]
+    """The top-level package of the module a message names (its `module` group), or '': a compiled extension's
+    package without the extension's suffix (flash_attn_2_cuda is flash_attn's)."""
+    return re.sub(r"(?<=\w)(?:_\d+)?_(?:cuda|C)$", "", groups.get("module", "").split(".")[0])
 
 
 def own_fix(text: str, groups: Mapping[str, str]) -> str:
@@ -149,12 +150,13 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     library = LABELS.get(entry.library, entry.library)
     if entry.library == "loader":  # the loader prints it for any extension: the fix is the package's that ships it
         library = shipped_by(text) or "the package that ships the file the message names"
-    if topics and topics[0] == "install-missing":
-        package = INSTALLABLE.search(text)
-        if package:
-            library = package.group(0)
-        else:  # "Flash Attention V2 is not installed": the package of the backend the message is about
-            library = next((packages[b] for b in backends if (packages or {}).get(b)), library)
+    if topics and topics[0].startswith("install-") and entry.library != "loader":
+        # a missing package is the one the message names (diffusers: xformers is not installed); a broken one, that of
+        # the backend the message is about ("Your Flash Attention 2 installation seems to be broken. Using Xformers")
+        named = INSTALLABLE.search(text)
+        own = next((packages[b] for b in backends if (packages or {}).get(b)), "")
+        first, second = (named and named.group(0), own) if topics[0] == "install-missing" else (own, named and named.group(0))
+        library = first or second or library
     if NOT_YET.search(text) and entry.library not in ("text", "python", "loader", "cuda", "pip"):
         return (f"upgrade {library}: the message says the support is not there yet, so a later release may add it; "
                 "until then use another attention implementation for this model")

@@ -18,6 +18,9 @@ _TAGGED = re.compile(r"^\s*(?:(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?|!!! E
 """A logger's error line ([TensorRT-LLM][ERROR] ..., ComfyUI's "!!! Exception during processing !!! ...")."""
 _RAISED_BY = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception|Warning))\s*:\s*")
 """The exception class a line starts with (triton.runtime.errors.OutOfResources: ...): who raised it, not what."""
+_BARE_ASSERT = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*AssertionError\s*$")
+"""An assertion that failed without a message: the statement Python shows above it is all it says."""
+_ASSERT_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?P<statement>assert\s+\S.*?)\s*$")
 SHORT = 2
 """A text of at most this many lines is the message itself, whatever its first word."""
 MIN_CHARS = 12
@@ -82,6 +85,10 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
     """(line number, message) of the text's last error: an exception's line, a logger's error line, or the text
     itself when it is a line or two."""
     for number in range(len(lines), 0, -1):
+        if _BARE_ASSERT.match(lines[number - 1]):
+            statement = failed_assert(lines, number)
+            if statement:
+                return number, statement
         found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1])
         if found and len(found.group("message").strip(" `'\"")) >= MIN_CHARS:
             return number, message_part(found.group("message")).strip(" `")
@@ -91,6 +98,16 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
     return None
 
 
+def failed_assert(lines: Sequence[str], number: int) -> str:
+    """The `assert ...` statement a bare AssertionError on line `number` failed, from the traceback's code line
+    above it; '' when none is shown."""
+    for line in reversed(lines[max(0, number - 1 - LOOK_BACK):number - 1]):
+        found = _ASSERT_LINE.match(line)
+        if found:
+            return found["statement"]
+    return ""
+
+
 def message_part(line: str) -> str:
     """The line without the exception classes it starts with (a chain: InductorError: RuntimeError: ...)."""
     while True:
@@ -98,6 +115,17 @@ def message_part(line: str) -> str:
         if rest == line:
             return line
         line = rest
+
+
+_ASSERTED_AVAILABLE = re.compile(r"^assert\s+(?:\w+\.)*(?:is_(?P<call>\w+?)_available\(\)|(?P<flag>\w+?)_AVAILABLE)\s*$",
+                                 re.I)
+
+
+def asserted_available(message: str) -> str:
+    """The package a failed `assert X_AVAILABLE` / `assert is_x_available()` asked for, lower case ('flash_attn_2');
+    '' for another message."""
+    found = _ASSERTED_AVAILABLE.match(message)
+    return (found["call"] or found["flag"]).lower() if found else ""
 
 
 def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallback: tuple[str, ...] = ()) -> Any | None:
@@ -111,7 +139,20 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
     number, message = found
     backends = tuple(reading.framed or reading.backends) or fallback
     called = none_called(reading.lines, number)
-    if called:
+    wanted = "" if called else asserted_available(message)
+    if wanted:
+        from .reader import FRAMEWORK_BACKENDS
+
+        backends = FRAMEWORK_BACKENDS.get(wanted, ()) or backends
+        package = next((packages[b] for b in backends if packages.get(b)), "") or wanted
+        topics = ("install-missing",)
+        reason = f"line {number} is a failed `{message}`: the program checked that {wanted} imported, and it did not"
+        title = f"{wanted} is not available: its package did not import"
+        cause = (f"the program requires {wanted} ({message}), which it found unavailable: {package} is not installed, "
+                 "or does not import with this torch, CUDA and Python")
+        fix = (f"install {package} built for this torch, CUDA and Python and check that it imports (python -c "
+               f"\"import {package.replace('-', '_')}\"), or choose another attention in the program")
+    elif called:
         topics = ("install-missing",)
         reason = f"line {number} calls {called}, which is None: the program set it to None when its import failed"
         title = f"{called} is None: its package did not import"

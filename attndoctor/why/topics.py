@@ -39,11 +39,13 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
     (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b", "sinks"),
-    (r"undefined symbol|\bABI\b|was compiled against|built for", "install-abi"),
+    (r"undefined symbol|\bABI\b|was compiled against|built for|install(?:ation)? (?:seems to be |is |looks )?broken|"
+     r"broken install", "install-abi"),
     (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
      r"available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
-     r"how to install|"
+     r"how to install|\bassert\s+(?:\w+\.)*(?:is_\w+_available\(\)|\w*_AVAILABLE)\b|"
+     r"\b(?:xformers|flash[_-]?attn\w*|flashinfer|triton|sageattention|transformer[_-]engine|apex|natten)\s+(?:is\s+)?not found|"
      r"(?:wasn't|was not|not) (?:build|built|compiled) with|operator wasn't built", "install-missing"),
     (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
     (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"\bhang|\bhung\b|deadlock|timed out", "hang"),
