@@ -128,3 +128,23 @@ def test_a_missing_compiled_extension_names_the_package_it_belongs_to(cli):
     assert module_package({"module": "_C"}) == "_C"
     _, doc = ask(cli, "ModuleNotFoundError: No module named 'selective_scan_cuda'")
     assert "ships selective_scan's compiled extension" in doc["cause"]["fixes"][0]
+
+
+def test_a_release_mismatch_offers_to_upgrade_the_package_that_made_the_call(cli):
+    from attndoctor.why.fixes import caller_package
+
+    text = ('Traceback (most recent call last):\n'
+            '  File "C:\\ComfyUI\\execution.py", line 3, in run\n'
+            '  File "C:\\ComfyUI\\custom_nodes\\ComfyUI-KJNodes\\nodes\\model_optimization_nodes.py", line 12, in f\n'
+            '  File "C:\\py\\Lib\\site-packages\\sageattention\\core.py", line 9, in sageattn\n'
+            "TypeError: sageattn() got an unexpected keyword argument 'tensor_layout'")
+    _, doc = ask(cli, text)
+    assert "version-mismatch" in doc["cause"]["topics"]
+    assert any(f.startswith("or upgrade ComfyUI-KJNodes, whose code made") for f in doc["cause"]["fixes"])
+    # the program's own code, or only the called libraries, name no caller to upgrade
+    assert caller_package(['  File "/home/u/train.py", line 3, in main',
+                           '  File "/x/site-packages/flash_attn/flash_attn_interface.py", line 9, in f']) == ""
+    assert caller_package(['[rank0]:   File "/x/site-packages/transformers/modeling_flash_attention_utils.py", line 9',
+                           '[rank0]:   File "/x/site-packages/torch/nn/modules/module.py", line 1, in _call_impl']) \
+        == "transformers"
+    assert caller_package(["RuntimeError: x"]) == ""

@@ -138,6 +138,29 @@ def shipped_by(text: str) -> str:
     return name.lower().replace("_", "-")
 
 
+_FRAME = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?:\.{3})?.*?File \"(?P<path>[^\"]+)\", line \d+")
+_FRAME_PACKAGE = re.compile(r"(?:[/\\](?:site|dist)-packages|[/\\]custom_nodes|[/\\]extensions)[/\\](?P<package>[^/\\]+)[/\\]")
+CALLED = frozenset({"torch", "flash_attn", "flash_attn_interface", "hopper", "xformers", "transformer_engine",
+                    "sageattention", "flashinfer", "triton", "einops", "accelerate", "cudnn", "nvidia", "spas_sage_attn",
+                    "vllm_flash_attn", "natten", "importlib", "functools"})
+"""Packages a traceback passes through on the way to the failing attention call (the called libraries, wrappers):
+not the code that made the call."""
+
+
+def caller_package(lines: Sequence[str]) -> str:
+    """The package whose code made the failing call: the innermost traceback frame outside the called libraries,
+    when that frame lies in an installed package or an app's plugin folder (custom_nodes, extensions); '' when it is
+    the program's own code or no frame is shown."""
+    frames = [found["path"] for found in map(_FRAME.match, lines) if found]
+    for path in reversed(frames):
+        found = _FRAME_PACKAGE.search(path)
+        package = found["package"] if found else ""
+        if package.split(".")[0].lower() in CALLED:
+            continue
+        return "" if package.endswith((".py", ".egg", ".pth")) else package
+    return ""
+
+
 NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b", re.I)
 """A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet")."""
 
