@@ -362,11 +362,15 @@ def resolve_gpu(text: str) -> tuple[str, int]:
     """
     raw = str(text or "").strip()
     if raw:
-        spec = lookup_gpu(raw)
+        # nvidia-smi --query-gpu=name,compute_cap prints "NVIDIA H100 80GB HBM3, 9.0": the capability is a remark too
+        named, _, tail = raw.rpartition(",")
+        tail_sm = parse_sm(tail) if named.strip() else None
+        spec = None if tail_sm else lookup_gpu(raw)
         if spec is not None:
             return spec.name, spec.sm
-        spec = lookup_gpu(_REMARK.sub(" ", raw).strip())
+        spec = lookup_gpu(_REMARK.sub(" ", named if tail_sm else raw).strip())
         remark = [sm for sm in (parse_sm(r) or _sm_beside_arch(r) for r in _REMARK.findall(raw)) if sm is not None]
+        remark += [tail_sm] if tail_sm else []
         if spec is not None and remark and remark[0] != spec.sm:
             raise UsageError(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
         if spec is not None:

@@ -128,6 +128,16 @@ def test_a_remark_in_parentheses_beside_a_known_name_is_read_past(text: str, nam
     assert resolve_gpu(text)[0] == name
 
 
+def test_a_compute_capability_after_a_comma_is_read_as_nvidia_smi_prints_it() -> None:
+    """nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader: "NVIDIA H100 80GB HBM3, 9.0"."""
+    assert resolve_gpu("NVIDIA H100 80GB HBM3, 9.0") == ("H100 SXM", 90)
+    assert resolve_gpu("GB300, compute capability 10.3") == ("GB300", 103)
+    with pytest.raises(Exception, match=r"names H100 SXM \(sm90\) and sm80; give one"):
+        resolve_gpu("NVIDIA H100 80GB HBM3, 8.0")
+    with pytest.raises(Exception, match=r"unknown GPU 'foo, 9.0'"):
+        resolve_gpu("foo, 9.0")
+
+
 def test_two_gpus_of_two_architectures_in_one_value_are_refused_by_name() -> None:
     with pytest.raises(Exception, match=r"names several GPUs \(RTX 3090, RTX 5090\); give one"):
         resolve_gpu("RTX 3090 / RTX 5090")
