@@ -402,6 +402,8 @@ _NAMED = re.compile(r"^(?P<word>[A-Za-z][\w.\- ]*?)(?:\s+version)?\s*(?:==|:|\s)
                     re.I)
 _WHEEL = re.compile(r"^(?:.*/)?(?P<word>[A-Za-z][\w.]*)-(?P<rest>\d[^-]*)-(?:\d[^-]*-)?[^-]+-[^-]+-[^-]+\.whl$")
 """A wheel's file name: name-version[-build]-python-abi-platform.whl (PEP 427)."""
+_INSTALLED = re.compile(r"^(?P<word>[A-Za-z][\w.\-]*?)-(?P<rest>\d\S*)$")
+"""A distribution as pip names it installed ("Successfully installed flash_attn-2.7.4+cu12torch2.5cxx11abiFALSE")."""
 _REMARK = re.compile(r"^(?P<version>\S+)\s*\((?P<remark>[^()]*)\)$")
 _CUDA_TAG = re.compile(r"cu\d{3}", re.I)
 
@@ -414,10 +416,14 @@ def _package_word(word: str) -> str:
 
 def as_written(name: str, text: str) -> tuple[str, str]:
     """(version, the remark read past) for a version as people write it: past the package's own name before it
-    (pip's torch==2.3.1, "libtorch 2.5.1", collect_env's "PyTorch version: 2.3.1", a wheel's file name) and a remark
+    (pip's torch==2.3.1 and flash_attn-2.7.4, "libtorch 2.5.1", collect_env's "PyTorch version: 2.3.1", a wheel's file
+    name; a CUDA tag, cu124, for --cuda) and a remark
     in parentheses after it ("2.0.4 (ROCm)"); a CUDA tag there is torch's wheel label ("1.12 (cu116)" is 1.12+cu116,
     no remark). Text that does not read as a version that way is returned as given, with no remark."""
-    found = _WHEEL.match(text) or _NAMED.match(text)
+    tag = _CUDA_TAG.fullmatch(text) if name == "cuda" else None
+    if tag:  # a wheel index's CUDA tag: cu124 is CUDA 12.4
+        return f"{int(text[2:-1])}.{text[-1]}", ""
+    found = _WHEEL.match(text) or _NAMED.match(text) or _INSTALLED.match(text)
     words = {_package_word(w) for w in (name, PIP_NAMES.get(name, ""), PACKAGE_LABELS.get(name, "")) if w}
     candidate = found.group("rest") if found and _package_word(found.group("word")) in words else text
     remark = ""

@@ -121,3 +121,20 @@ def test_a_remark_read_past_is_said(cli):
     assert named.versions["torch"] == "2.5.1" and any("'nightly'" in n["message"] for n in named.notes)
     assert not environment_from_flags({"torch": "1.12 (cu116)"}).notes
     assert not environment_from_flags({"torch": "torch==2.3.1"}).notes
+
+
+@pytest.mark.parametrize(("name", "given", "expected"), [
+    ("cuda", "cu124", "12.4"), ("cuda", "CU118", "11.8"), ("cuda", "cu130", "13.0"),
+    # pip's "Successfully installed flash_attn-2.7.4+cu12torch2.5cxx11abiFALSE torch-2.5.1"
+    ("flash_attn", "flash_attn-2.7.4+cu12torch2.5cxx11abiFALSE", "2.7.4+cu12torch2.5cxx11abiFALSE"),
+    ("flash_attn", "flash-attn-2.8.3", "2.8.3"), ("torch", "torch-2.5.1", "2.5.1"),
+])
+def test_a_cuda_tag_and_pips_installed_names_read_as_their_version(name, given, expected):
+    assert environment_from_flags({name: given}).versions[name] == expected
+
+
+def test_another_packages_installed_name_is_not_taken_for_the_version(cli):
+    code, _, err = cli("explain", "--hdim", "128", "--torch", "xformers-0.0.28")
+    assert code == 2 and "--torch: 'xformers-0.0.28' is not a version" in err
+    code, _, err = cli("explain", "--hdim", "128", "--cuda", "cu12")
+    assert code == 2 and "'cu12' is not a version" in err
