@@ -361,6 +361,12 @@ def test_a_pip_list_row_without_its_header_gives_torchs_cuda_label():
     assert facts["torch"] == ("2.3.0", 1) and facts["cuda"] == ("12.1", 1)
 
 
+def test_pips_successfully_installed_line_gives_each_version():
+    facts = _facts("Successfully installed flash_attn-2.7.4.post1 torch-2.5.1+cu124 some-tool-1.0\n")
+    assert facts["flash_attn"] == ("2.7.4.post1", 1) and facts["torch"] == ("2.5.1", 1) and facts["cuda"] == ("12.4", 1)
+    assert "torch" not in _facts("Successfully installed torch\n")
+
+
 def test_prose_with_a_cuda_label_is_not_a_pip_row():
     assert "cuda" not in _facts("I use torch 2.3.0+cu121 here\n")
 

@@ -76,6 +76,8 @@ _NVIDIA_NAMED = re.compile(r"(?:NVIDIA (?:GeForce |Quadro |Tesla |TITAN |Jetson 
 RTX 2080 Ti GPU has compute capability 7.5"): the longest run of its words the GPU catalogue knows is the name."""
 _NAME_WORDS = ("NVIDIA ", "GeForce ", "Quadro ", "Jetson ", "TITAN ")
 _GPU_LABELLED = re.compile(r"^\s*-\s*GPU type:\s*(?P<name>.+?)\s*$")
+_PIP_INSTALLED = re.compile(r"(?P<name>[A-Za-z][\w.\-]*?)-(?P<version>\d\S*)")
+"""One distribution of pip's "Successfully installed torch-2.5.1+cu124 flash_attn-2.7.4.post1"."""
 _SMI_BANNER = re.compile(r"Driver Version:\s*(?P<driver>\d+(?:\.\d+)+)(?:\s+CUDA Version:\s*(?P<cuda>\d+\.\d+))?")
 _SMI_ROW = re.compile(r"^\|\s+\d+\s+(?P<name>(?:NVIDIA|Tesla|Quadro)\b.*?)\s+(?:On|Off)\s+\|")
 _LIBCUDNN = re.compile(r"libcudnn\.so\.(?P<v>\d+\.\d+\.\d+)\b")
@@ -87,7 +89,7 @@ _SMEM_TRITON = re.compile(r"Required:\s*(?P<required>\d+),\s*Hardware limit:\s*(
 _SMEM_PTXAS = re.compile(r"uses too much shared data \((?P<required>0x[0-9a-fA-F]+) bytes, "
                          r"(?P<limit>0x[0-9a-fA-F]+) max\)")
 _TRIGGERS = ("==", "[pip", "[conda]", "ersion", "GPU ", "\n|", "libcudnn.so.", ".whl", "/python3.", ".cpython-3",
-             "Hardware limit", "shared data", "get_device_", "Package", "+cu", *_NAME_WORDS)
+             "Hardware limit", "shared data", "get_device_", "Package", "+cu", "Successfully installed ", *_NAME_WORDS)
 """Words some form cannot match without; `\n|` is a line that starts with `|` (an nvidia-smi row)."""
 _CAPABILITY_CALL = re.compile(r"get_device_capability\(")
 _CAPABILITY_TUPLE = re.compile(r"^\s*(?:\S.*?[=:]\s*)?\((?P<major>\d{1,2}),\s*(?P<minor>\d)\)\s*$")
@@ -194,6 +196,12 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
         if match:
             yield from _package(match.group("name"), match.group("version"), number, "package-list")
             return
+    if "Successfully installed " in line:
+        for item in line.split("Successfully installed ", 1)[1].split():
+            installed = _PIP_INSTALLED.fullmatch(item)
+            if installed:
+                yield from _package(installed.group("name"), installed.group("version"), number, "package-list")
+        return
     if "ersion" in line:
         for pattern, field in _LABELLED:
             found = pattern.match(line)
