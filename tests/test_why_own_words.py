@@ -148,3 +148,15 @@ def test_a_release_mismatch_offers_to_upgrade_the_package_that_made_the_call(cli
                            '[rank0]:   File "/x/site-packages/torch/nn/modules/module.py", line 1, in _call_impl']) \
         == "transformers"
     assert caller_package(["RuntimeError: x"]) == ""
+
+
+def test_transformer_engines_disabling_story_leaves_the_cause_to_its_own_check(cli):
+    """The hand-written "Disabling X ..." entry narrates TE's choice; the check behind the words (the index's) is the
+    cause, and the fix is by what the message is about first (a head dim, not the architectures it also names)."""
+    text = ("DEBUG:DotProductAttention:Disabling FlashAttention 2 due to unsupported head_dim_qk and head_dim_v. "
+            "Supported: head_dim_qk = head_dim_v, head_dim_qk %8 = 0, head_dim_qk <= 256 (>192 requires sm80/90/100+). "
+            "Found: head_dim_qk = 320, head_dim_v = 320, on sm90.")
+    _, doc = ask(cli, text)
+    cause = doc["cause"]
+    assert cause["id"].startswith("TRANSFORMER-ENGINE-") and cause["topics"][0] == "head-dim"
+    assert "te-flash" in cause["backends"] and cause["fixes"][0].startswith("change the head dim")

@@ -187,11 +187,11 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     if named:
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
         return f"install {package} at the version the message asks for ({named.group(0).strip()})"
-    for topic in topics:
+    # the first kind is what the message is about ("unsupported head_dim ... (>192 requires sm80/90)" is a head dim)
+    for topic in topics[:1]:
         for backend in backends:
             if (topic, backend) in BACKEND_FIXES:
                 return BACKEND_FIXES[topic, backend]
-    for topic in topics:
         if topic in FIX_BY_TOPIC:
             return FIX_BY_TOPIC[topic].format(library=library)
     if topics and topics[0] not in UNCHANGEABLE:

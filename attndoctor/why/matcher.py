@@ -549,8 +549,11 @@ def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tup
 
 
 def _curated_lines(reading: Any) -> set[int]:
-    """Lines a hand-written entry explains: an index message there says nothing more (and is no bare failure)."""
-    return {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact"}
+    """Lines a hand-written entry explains: an index message there says nothing more (and is no bare failure). A
+    hand-written log that only narrates (TransformerEngine's "Disabling X ..." story: no rule, no fix, no kind of
+    problem of its own) explains nothing: the library's own check on its line does."""
+    return {h.line for h in reading.hits if not h.entry.indexed and h.entry.kind != "fact" and not (
+        h.entry.kind == "log" and not h.entry.rules and not h.entry.fix and not getattr(h.entry, "topic", ""))}
 
 
 def _xformers_op(lines: Sequence[str], number: int) -> str:
