@@ -138,10 +138,17 @@ def test_a_kernel_called_with_another_releases_arguments_is_a_version_mismatch(c
             "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
         "TypeError: FlashAttention.forward() missing 1 required positional argument: 'cu_seqlens'": (
             "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
+        # flash-attn's public functions too, where no entry of flash-attn's own speaks for the form
+        "TypeError: flash_attn_func() missing 1 required positional argument: 'max_s'": (
+            "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
+        "TypeError: flash_attn_varlen_func() takes from 6 to 14 positional arguments but 15 were given": (
+            "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
     })
     # flash-attn's own functions keep their entry, which names the releases
     assert_causes(cli, {"TypeError: flash_attn_func() got an unexpected keyword argument 'softcap'": (
-        "FA-UNEXPECTED-KEYWORD", "softcap")})
+        "FA-UNEXPECTED-KEYWORD", "softcap"),
+        "TypeError: _flash_attn_forward() missing 1 required positional argument: 'window_size_right'": (
+        "FA-MISSING-POSITIONAL", "version-mismatch")})
     _, out, _ = cli("why", "--no-here", "--format", "json", "TypeError: process(): incompatible function arguments.")
     assert json.loads(out)["cause"] is None
 
