@@ -184,23 +184,10 @@ def _pip_table(lines: Sequence[str], index: int, wanted: dict[int, tuple[bool, b
 def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
                 after_call: bool) -> Iterable[TextFact]:
     """The facts of one line; each form is tried only on a line holding a word it cannot match without."""
-    if "==" in line or in_pip_list or line.lstrip().startswith(("[pip", "[conda]")):
-        match = _PIP_FREEZE.match(line)
-        if match is None and not ("==" in line and not in_pip_list and not line.lstrip().startswith("[")):
-            match = _PIP_COLUMNS.match(line)
-        if match:
-            yield from _package(match.group("name"), match.group("version"), number, "package-list")
-            return
-    if "+cu" in line:
-        match = _PIP_PAIR.match(line)
-        if match:
-            yield from _package(match.group("name"), match.group("version"), number, "package-list")
-            return
-    if "Successfully installed " in line:
-        for item in line.split("Successfully installed ", 1)[1].split():
-            installed = _PIP_INSTALLED.fullmatch(item)
-            if installed:
-                yield from _package(installed.group("name"), installed.group("version"), number, "package-list")
+    listed = _listed(line, in_pip_list)
+    if listed is not None:
+        for name, version in listed:
+            yield from _package(name, version, number, "package-list")
         return
     if "ersion" in line:
         for pattern, field in _LABELLED:
@@ -265,6 +252,25 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
         quoted = _QUOTED.match(line)
         if quoted and before and _DEVICE_NAME_CALL.search(before):
             yield TextFact("gpu", quoted.group("name"), number, "python-print", STRUCTURED)
+
+
+def _listed(line: str, in_pip_list: bool) -> list[tuple[str, str]] | None:
+    """(name, version) of the packages a package-list line names (pip freeze, pip list, pip's "Successfully
+    installed ..."); None for a line of another kind."""
+    if "==" in line or in_pip_list or line.lstrip().startswith(("[pip", "[conda]")):
+        match = _PIP_FREEZE.match(line)
+        if match is None and not ("==" in line and not in_pip_list and not line.lstrip().startswith("[")):
+            match = _PIP_COLUMNS.match(line)
+        if match:
+            return [(match.group("name"), match.group("version"))]
+    if "+cu" in line:
+        match = _PIP_PAIR.match(line)
+        if match:
+            return [(match.group("name"), match.group("version"))]
+    if "Successfully installed " in line:
+        return [(m.group("name"), m.group("version")) for m in map(_PIP_INSTALLED.fullmatch,
+                line.split("Successfully installed ", 1)[1].split()) if m]
+    return None
 
 
 def _previous(lines: Sequence[str], number: int) -> str | None:
