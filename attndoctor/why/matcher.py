@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+from .candidate import Candidate
 from .fixes import (caller_package, distinct, fixed_value, generic_fix, module_package, own_advice, own_fix, package_of, rule_fixes,
                     shipped_by)
 from .own_words import words_cause
@@ -178,34 +179,6 @@ class Windows(NamedTuple):
             if inside:
                 stack.append((inside, i + 1, weight + value))
         return best
-
-
-class Candidate(NamedTuple):
-    """A rule, an advisory, a catalogue message or an install finding that may explain the text, with its score."""
-
-    id: str
-    kind: str  # rule | advisory | message | install | words
-    score: float
-    reasons: tuple[str, ...]
-    title: str
-    cause: str
-    fixes: tuple[str, ...]
-    backends: tuple[str, ...]
-    applies: bool | None
-    missing: tuple[str, ...] = ()
-    references: tuple[str, ...] = ()
-    lines: tuple[int, ...] = ()
-    topics: tuple[str, ...] = ()
-    """What kind of problem it is (topics.TOPICS): head-dim, gpu-arch, install-abi, ..."""
-    failures: tuple[int, ...] = ()
-    """Lines of a bare failure of its backend (one that names no reason) that this refusal explains."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {"id": self.id, "kind": self.kind, "score": self.score, "reasons": list(self.reasons),
-                "title": self.title, "cause": self.cause, "fixes": list(self.fixes), "backends": list(self.backends),
-                "applies": self.applies, "missing": list(self.missing), "references": list(self.references),
-                "lines": list(self.lines), "topics": list(self.topics)}
 
 
 def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: Sequence[Mapping[str, Any]] = (),

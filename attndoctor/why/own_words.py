@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, NamedTuple, Sequence
 
+from .candidate import Candidate
 from .fixes import generic_fix
 from .topics import text_topics
 
@@ -131,8 +132,6 @@ def asserted_available(message: str) -> str:
 def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallback: tuple[str, ...] = ()) -> Any | None:
     """The error's own words as a candidate of `score`, when they name a kind of problem; None otherwise. Its
     backends are those the text names, else `fallback`."""
-    from .matcher import Candidate
-
     found = error_line(reading.lines)
     if found is None:
         return None

@@ -7,7 +7,8 @@ from typing import Any, Mapping, NamedTuple, Sequence
 from ..engine.results import DERIVED_FROM
 from ..errors import UsageError
 from .catalogue import CONFIG_TARGETS, ENV_TARGETS
-from .matcher import CAUSE_AT, Candidate, rank
+from .candidate import Candidate
+from .matcher import CAUSE_AT, rank
 from .reader import Reading, read_text
 
 FLAGS = {"sm": "--gpu", "arch": "--gpu", "gpu": "--gpu", "seqlen_q": "--seqlen-q", "seqlen_kv": "--seqlen-kv",
