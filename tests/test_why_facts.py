@@ -367,6 +367,11 @@ def test_pips_successfully_installed_line_gives_each_version():
     assert "torch" not in _facts("Successfully installed torch\n")
 
 
+def test_device_querys_capability_line_is_the_gpu():
+    assert _facts("  CUDA Capability Major/Minor version number:    8.6\n")["gpu"][0] in ("8.6", "sm86")
+    assert "gpu" not in _facts("  CUDA Driver Version / Runtime Version          12.4 / 12.4\n")
+
+
 def test_prose_with_a_cuda_label_is_not_a_pip_row():
     assert "cuda" not in _facts("I use torch 2.3.0+cu121 here\n")
 

@@ -68,6 +68,8 @@ _LABELLED = [
     (re.compile(r"^\s*-?\s*Python version:\s*(?P<v>\d+\.\d+(?:\.\d+)?)"), "python"),
     (re.compile(r"^\s*vLLM Version:\s*(?P<v>\d+\.\d+\S*?)(?=@|\s|$)"), "vllm"),
     (re.compile(r"^\s*-\s*`?transformers`? version:\s*(?P<v>\S+)"), "transformers"),
+    # the CUDA samples' deviceQuery: "  CUDA Capability Major/Minor version number:    8.6"
+    (re.compile(r"^\s*CUDA Capability Major/Minor version number:\s*(?P<v>\d{1,2}\.\d)\s*$"), "gpu"),
 ]
 _GPU_LINE = re.compile(r"^\s*(?:GPU models and configuration:\s*)?GPU \d+:\s*(?P<name>[^()]+?)\s*(?:\(UUID:.*)?$")
 _NVIDIA_NAMED = re.compile(r"(?:NVIDIA (?:GeForce |Quadro |Tesla |TITAN |Jetson )?|\b(?:GeForce|Quadro|Jetson|TITAN) )"
