@@ -368,7 +368,7 @@ def test_pips_successfully_installed_line_gives_each_version():
 
 
 def test_device_querys_capability_line_is_the_gpu():
-    assert _facts("  CUDA Capability Major/Minor version number:    8.6\n")["gpu"][0] in ("8.6", "sm86")
+    assert _facts("  CUDA Capability Major/Minor version number:    8.6\n")["gpu"] == ("sm86", 1)
     assert "gpu" not in _facts("  CUDA Driver Version / Runtime Version          12.4 / 12.4\n")
 
 
