@@ -101,13 +101,25 @@ INSTALLABLE = re.compile(r"\b(?:xformers|flash[-_]attn(?:_interface)?|transforme
 part of a hub repository's name (`kernels-community/flash-attn` names flash-attn, not kernels)."""
 
 
+def own_requirement(requires: Sequence[str]) -> str:
+    """A backend's own package: the first it requires past torch (flash_attn for flash-attn-2, cudnn_frontend for
+    cudnn-fe); '' for torch's own backends."""
+    return next((r for r in requires if r != "torch"), "")
+
+
 @functools.lru_cache(maxsize=64)
 def package_of(requires: tuple[str, ...]) -> str:
-    """The package a backend comes in, from what it requires past torch (flash-attn for flash-attn-2)."""
+    """The package a backend comes in, as pip names it (flash-attn for flash-attn-2)."""
     from ..environment import PACKAGE_LABELS, PIP_NAMES
 
-    own = [p for p in requires if p != "torch"]
-    return PIP_NAMES.get(own[0], PACKAGE_LABELS.get(own[0], own[0])).split("[")[0] if own else ""
+    own = own_requirement(requires)
+    return PIP_NAMES.get(own, PACKAGE_LABELS.get(own, own)).split("[")[0] if own else ""
+
+
+def backend_package(backends: Sequence[str], packages: Mapping[str, str] | None) -> str:
+    """The package of the first of `backends` that comes in one of its own (`packages`: backend -> package_of), ''
+    when none does."""
+    return next((packages[b] for b in backends if (packages or {}).get(b)), "")
 
 
 _SHIPPED = re.compile(r"(?P<path>[\w.\-/\\:]*?)(?P<file>[A-Za-z_][\w.\-]*?)\.(?:so|pyd|dll)\b")
@@ -177,7 +189,7 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         # a missing package is the one the message names (diffusers: xformers is not installed); a broken one, that of
         # the backend the message is about ("Your Flash Attention 2 installation seems to be broken. Using Xformers")
         named = INSTALLABLE.search(text)
-        own = next((packages[b] for b in backends if (packages or {}).get(b)), "")
+        own = backend_package(backends, packages)
         first, second = (named and named.group(0), own) if topics[0] == "install-missing" else (own, named and named.group(0))
         library = first or second or library
     if NOT_YET.search(text) and entry.library not in ("text", "python", "loader", "cuda", "pip"):
@@ -188,12 +200,12 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
         return f"install {package} at the version the message asks for ({named.group(0).strip()})"
     # the first kind is what the message is about ("unsupported head_dim ... (>192 requires sm80/90)" is a head dim)
-    for topic in topics[:1]:
-        for backend in backends:
-            if (topic, backend) in BACKEND_FIXES:
-                return BACKEND_FIXES[topic, backend]
-        if topic in FIX_BY_TOPIC:
-            return FIX_BY_TOPIC[topic].format(library=library)
+    topic = topics[0] if topics else ""
+    for backend in backends:
+        if (topic, backend) in BACKEND_FIXES:
+            return BACKEND_FIXES[topic, backend]
+    if topic in FIX_BY_TOPIC:
+        return FIX_BY_TOPIC[topic].format(library=library)
     if topics and topics[0] not in UNCHANGEABLE:
         return f"change the {topics[0].replace('-', ' ')} to what {library} accepts (its check: {entry.note or 'see the message'})"
     return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"

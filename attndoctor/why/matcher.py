@@ -7,8 +7,8 @@ import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
-from .fixes import (caller_package, distinct, fixed_value, generic_fix, module_package, own_advice, own_fix, package_of, rule_fixes,
-                    shipped_by)
+from .fixes import (caller_package, distinct, fixed_value, generic_fix, module_package, own_advice, own_fix,
+                    own_requirement, package_of, rule_fixes, shipped_by)
 from .own_words import words_cause
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
@@ -227,7 +227,7 @@ def _with_caller(candidate: Candidate, caller: str) -> Candidate:
 def _given_backends(given: Sequence[str], result: Any) -> tuple[str, ...]:
     """The backends of the one attention package whose version the user gave (flash-attn 2.8.1: flash-attn-2). An
     attention package is what a backend needs besides torch, first (cudnn-frontend for cudnn-fe, not cuDNN)."""
-    own = {v.backend.id: next((r for r in v.backend.requires if r != "torch"), "") for v in result.all_verdicts}
+    own = {v.backend.id: own_requirement(v.backend.requires) for v in result.all_verdicts}
     packages = [p for p in dict.fromkeys(given) if p in own.values()]
     return tuple(b for b, package in own.items() if package == packages[0]) if len(packages) == 1 else ()
 

@@ -7,7 +7,7 @@ import re
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
-from .fixes import generic_fix
+from .fixes import backend_package, generic_fix
 from .topics import text_topics
 
 _RAISED = re.compile(
@@ -42,12 +42,17 @@ LOOK_BACK = 4
 """Lines above an error searched for the call that raised it."""
 
 
+def _above(lines: Sequence[str], number: int) -> list[str]:
+    """The LOOK_BACK lines above line `number`, nearest first: where a traceback shows the code that raised."""
+    return list(reversed(lines[max(0, number - 1 - LOOK_BACK):number - 1]))
+
+
 def none_called(lines: Sequence[str], number: int) -> str:
     """The attention function a "'NoneType' object is not callable" error called, from the code line above it: a
     name the program set to None when its optional import failed; '' when the error is another or names none."""
     if not _NONE_CALLED.search(lines[number - 1]):
         return ""
-    for line in reversed(lines[max(0, number - 1 - LOOK_BACK):number - 1]):
+    for line in _above(lines, number):
         found = _ATTENTION_CALL.search(line)
         if found and not line.lstrip().startswith("File "):
             return found["name"]
@@ -102,7 +107,7 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
 def failed_assert(lines: Sequence[str], number: int) -> str:
     """The `assert ...` statement a bare AssertionError on line `number` failed, from the traceback's code line
     above it; '' when none is shown."""
-    for line in reversed(lines[max(0, number - 1 - LOOK_BACK):number - 1]):
+    for line in _above(lines, number):
         found = _ASSERT_LINE.match(line)
         if found:
             return found["statement"]
@@ -143,7 +148,7 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         from .reader import FRAMEWORK_BACKENDS
 
         backends = FRAMEWORK_BACKENDS.get(wanted, ()) or backends
-        package = next((packages[b] for b in backends if packages.get(b)), "") or wanted
+        package = backend_package(backends, packages) or wanted
         topics = ("install-missing",)
         reason = f"line {number} is a failed `{message}`: the program checked that {wanted} imported, and it did not"
         title = f"{wanted} is not available: its package did not import"
