@@ -69,6 +69,18 @@ def test_a_message_split_by_a_wrap_is_understood(cli):
     assert doc["cause"]["topics"] == ["shared-memory"] and doc["cause"]["backends"] == ["flex-attention"]
 
 
+def test_a_triton_message_gets_flex_attentions_fix_first_only_where_the_text_shows_its_kernel(cli):
+    """Every Triton kernel prints the shared-memory message: FlexAttention's tiles lead the fix only when the text shows
+    FlexAttention's kernel (FlexPrefill's or lmdeploy's own Triton kernels print it too)."""
+    message = ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 163842, Hardware "
+               "limit: 101376. Reducing block sizes or `num_stages` may help.")
+    bare = why(cli, message, "--gpu", "RTX 4090")["cause"]["fixes"][0]
+    assert bare.startswith("use smaller tiles") and "if the kernel is flex-attention's: pass smaller tiles" in bare
+    framed = why(cli, '  File "/venv/lib/python3.11/site-packages/torch/nn/attention/flex_attention.py", line 1330, '
+                      "in flex_attention\n" + message, "--gpu", "RTX 4090")["cause"]
+    assert framed["backends"] == ["flex-attention"] and framed["fixes"][0].startswith("pass smaller tiles")
+
+
 def test_a_failure_that_names_no_reason_is_explained_by_the_refusal_the_facts_meet(cli):
     text = "Failed to build SDPA graph, error msg: No valid engine configs for Matmul_2_24_46_25_Reduction_39_26"
     on_t4 = why(cli, text, "--gpu", "T4")

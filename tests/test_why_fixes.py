@@ -134,3 +134,25 @@ def test_a_library_that_does_not_support_something_yet_is_fixed_by_a_later_relea
     code, out, _ = cli("why", "--no-here", "--format", "json", "--",
                        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
     assert not any(f.startswith("upgrade flash-attn: the message says") for f in json.loads(out)["cause"]["fixes"])
+
+
+def test_a_loader_message_naming_no_file_is_fixed_in_the_package_the_facts_point_at(cli):
+    """axolotl-ai-cloud/axolotl#911 pasted only the symbol; the user's flash-attn is the package that ships it."""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--flash-attn", "2.3.6", "--",
+                         "ImportError: undefined symbol: _ZN3c104cuda9SetDeviceEi")
+    cause = json.loads(out)["cause"]
+    assert "install-abi" in cause["topics"] and cause["fixes"][0].startswith("reinstall flash-attn built for")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", "ImportError: undefined symbol: _ZN3c104cuda9SetDeviceEi")
+    assert "the package that ships the file" in json.loads(out)["cause"]["fixes"][0]
+
+
+def test_bfloat16_refused_for_the_gpu_is_fixed_by_float16(cli):
+    """vllm/worker/worker.py (vLLM 0.2-0.5) raises it on pre-Ampere GPUs; float16 is what those GPUs run."""
+    text = ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU "
+            "has compute capability 7.5.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "T4", "--", text)
+    cause = json.loads(out)["cause"]
+    assert cause["fixes"][0].startswith("use float16 instead of bfloat16") and "--dtype half" in cause["fixes"][0]
+    code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "T4", "--",
+                         "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
+    assert not json.loads(out)["cause"]["fixes"][0].startswith("use float16")

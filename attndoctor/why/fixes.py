@@ -24,6 +24,13 @@ FIX_BY_TOPIC = {
 }
 
 
+BF16 = re.compile(r"\b(?:bfloat16|bf16)\b", re.I)
+BF16_ON_OLDER_GPU = ("use float16 instead of bfloat16 on this GPU (bfloat16 kernels need compute capability 8.0 or "
+                     "newer): --dtype half for vLLM, torch_dtype=torch.float16 in from_pretrained, or the program's "
+                     "dtype or precision setting")
+"""A message that refuses bfloat16 for the GPU's architecture: the fix is the half type every older GPU runs."""
+
+
 UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
 """Kinds of problem that are not a setting one changes to what a check accepts."""
 
@@ -42,6 +49,9 @@ BACKEND_FIXES = {
     "runs an unfused implementation that materializes the full scores matrix",
 }
 """Fixes that only one backend's users can apply, by kind of problem and backend."""
+PRINTED_BY_ANY_KERNEL = frozenset({"triton"})
+"""Libraries whose messages every kernel built with them prints (FlexAttention's, FlexPrefill's, lmdeploy's): a
+backend's own fix leads only where the text's frames show that backend; elsewhere the fix for any kernel does."""
 
 
 def fixed_value(fix: Any) -> bool:
@@ -178,13 +188,14 @@ NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b", re.I)
 
 
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
-                packages: Mapping[str, str] | None = None) -> str:
+                packages: Mapping[str, str] | None = None, framed: Sequence[str] = ()) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
     from .index import LABELS
 
     library = LABELS.get(entry.library, entry.library)
     if entry.library == "loader":  # the loader prints it for any extension: the fix is the package's that ships it
-        library = shipped_by(text) or "the package that ships the file the message names"
+        library = (shipped_by(text) or backend_package(backends, packages)
+                   or "the package that ships the file the message names")
     if topics and topics[0].startswith("install-") and entry.library != "loader":
         # a missing package is the one the message names (diffusers: xformers is not installed); a broken one, that of
         # the backend the message is about ("Your Flash Attention 2 installation seems to be broken. Using Xformers")
@@ -199,11 +210,15 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     if named:
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
         return f"install {package} at the version the message asks for ({named.group(0).strip()})"
+    if {"dtype", "gpu-arch"} <= set(topics) and BF16.search(text):
+        return BF16_ON_OLDER_GPU
     # the first kind is what the message is about ("unsupported head_dim ... (>192 requires sm80/90)" is a head dim)
     topic = topics[0] if topics else ""
     for backend in backends:
         if (topic, backend) in BACKEND_FIXES:
-            return BACKEND_FIXES[topic, backend]
+            if entry.library not in PRINTED_BY_ANY_KERNEL or backend in framed or topic not in FIX_BY_TOPIC:
+                return BACKEND_FIXES[topic, backend]
+            return f"{FIX_BY_TOPIC[topic].format(library=library)}; if the kernel is {backend}'s: {BACKEND_FIXES[topic, backend]}"
     if topic in FIX_BY_TOPIC:
         return FIX_BY_TOPIC[topic].format(library=library)
     if topics and topics[0] not in UNCHANGEABLE:

@@ -409,7 +409,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             reasons.append(ruled)
             cause = f"{cause}; but the facts given rule that out: {another[0]}"
         fixes = with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, lambda: tuple(dict.fromkeys((
-            *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages))))),
+            *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages, reading.framed))))),
             backends, entry.library)
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
