@@ -156,3 +156,14 @@ def test_bfloat16_refused_for_the_gpu_is_fixed_by_float16(cli):
     code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "T4", "--",
                          "RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
     assert not json.loads(out)["cause"]["fixes"][0].startswith("use float16")
+
+
+def test_a_nan_from_a_backward_node_is_fixed_in_the_package_of_that_nodes_kernel(cli):
+    """NVIDIA/TransformerEngine#1101: anomaly mode named FusedAttnFuncBackward; TE's release fixed it."""
+    def first_fix(node):
+        code, out, err = cli("why", "--no-here", "--format", "json", "--",
+                             f"RuntimeError: Function '{node}' returned nan values in its 0th output.")
+        return json.loads(out)["cause"]["fixes"][0]
+    assert first_fix("FusedAttnFuncBackward").endswith("upgrade transformer-engine")
+    assert first_fix("ScaledDotProductEfficientAttentionBackward0").endswith("upgrade torch")
+    assert first_fix("MulBackward0").endswith("upgrade the library that provides the kernel")

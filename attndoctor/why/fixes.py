@@ -67,9 +67,17 @@ def module_package(groups: Mapping[str, str]) -> str:
     return re.sub(r"(?<=\w)(?:_\d+)?_(?:cuda|C)$", "", groups.get("module", "").split(".")[0])
 
 
-def own_fix(text: str, groups: Mapping[str, str]) -> str:
-    """A catalogue fix with <package> named: the package of the module the message names."""
-    return text.replace("<package>", module_package(groups) or "the package") if "<package>" in text else text
+def own_fix(text: str, groups: Mapping[str, str], kernel: str = "") -> str:
+    """A catalogue fix with <package> named, the package of the module the message names, and <kernel package>, the
+    package of the backend the message is about (`kernel`)."""
+    text = text.replace("<package>", module_package(groups) or "the package") if "<package>" in text else text
+    return text.replace("<kernel package>", kernel or "the library that provides the kernel")
+
+
+def kernel_package(backends: Sequence[str], packages: Mapping[str, str] | None) -> str:
+    """The package the first of `backends` comes in: its own (flash-attn, transformer-engine), torch for torch's own
+    backends; '' when no backend is known."""
+    return next(((packages or {}).get(b) or "torch" for b in backends if b in (packages or {})), "")
 
 
 def distinct(fixes: Iterable[Any]) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
-from .fixes import (caller_package, distinct, fixed_value, generic_fix, module_package, own_advice, own_fix,
+from .fixes import (caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package, own_advice, own_fix,
                     own_requirement, package_of, rule_fixes, shipped_by)
 from .own_words import words_cause
 from .remedies import with_alternative
@@ -408,7 +408,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             topics = tuple(dict.fromkeys((*topics, "install-missing")))
             reasons.append(ruled)
             cause = f"{cause}; but the facts given rule that out: {another[0]}"
-        fixes = with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, lambda: tuple(dict.fromkeys((
+        fixes = with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, kernel_package(
+            backends, packages), lambda: tuple(dict.fromkeys((
             *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages, reading.framed))))),
             backends, entry.library)
         out.append(Candidate(
@@ -421,11 +422,11 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
 
 
 def _message_fixes(entry: Any, hit: Any, another: tuple[str, str] | None, ruled_out: Sequence[str],
-                   by_id: Mapping[str, Any], fallback: Any) -> tuple[str, ...]:
+                   by_id: Mapping[str, Any], kernel: str, fallback: Any) -> tuple[str, ...]:
     """A message's fixes: its own (after checking for another install), else its rules' fixed ones where the facts do
     not rule them out, else `fallback()` (the message's advice, a fix by its kind)."""
     if entry.fix:
-        own = own_fix(entry.fix, hit.groups)
+        own = own_fix(entry.fix, hit.groups, kernel)
         return (*another[1:], own) if another else (own,)
     return (() if ruled_out else distinct(
         f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) or fallback()
