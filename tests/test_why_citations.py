@@ -77,6 +77,12 @@ REAL_TEXTS = [
     ("TE-NO-BACKEND", "NVIDIA/TransformerEngine#1821",
      "ValueError: No dot product attention backend is available for the provided inputs. Please run with "
      "NVTE_DEBUG=1 NVTE_DEBUG_LEVEL=2 to find out the reasons for disabling all backends.", {}),
+    ("FA3-LAUNCH-SMEM-INVALID-ARGUMENT", "sgl-project/sglang#10711",
+     "CUDA error (/sgl-kernel/build/_deps/repo-flash-attention-src/hopper/flash_fwd_launch_template.h:190): invalid "
+     "argument", {"where": "190"}),
+    ("FA3-LAUNCH-SMEM-INVALID-ARGUMENT", "crossos-acceleritor#2 (a Windows path)",
+     "CUDA error (C:/a/xformers/xformers/third_party/flash-attention/hopper\\flash_fwd_launch_template.h:180): "
+     "invalid argument", {"where": "180"}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",

@@ -167,3 +167,17 @@ def test_a_nan_from_a_backward_node_is_fixed_in_the_package_of_that_nodes_kernel
     assert first_fix("FusedAttnFuncBackward").endswith("upgrade transformer-engine")
     assert first_fix("ScaledDotProductEfficientAttentionBackward0").endswith("upgrade torch")
     assert first_fix("MulBackward0").endswith("upgrade the library that provides the kernel")
+
+
+def test_flash_attn_3_refused_launch_is_its_shared_memory_on_a_smaller_gpu(cli):
+    """sgl-project/sglang#10711: FA3's hopper launch template on an L20 (sm89) printed 'invalid argument'."""
+    def cause(text):
+        code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "L20", "--", text)
+        return json.loads(out)["cause"]
+    fa3 = cause("CUDA error (/sgl-kernel/build/_deps/repo-flash-attention-src/hopper/flash_fwd_launch_template.h:190): "
+                "invalid argument")
+    assert fa3["id"] == "FA3-LAUNCH-SMEM-INVALID-ARGUMENT" and fa3["topics"][0] == "gpu-arch"
+    assert fa3["backends"] == ["flash-attn-3"] and "flash-attn 2 or SDPA" in fa3["fixes"][0]
+    assert cause("CUDA error (/x/csrc/flash_attn/src/flash_fwd_launch_template.h:89): invalid argument")["id"] != fa3["id"]
+    assert cause("CUDA error (/x/hopper/flash_fwd_launch_template.h:194): an illegal memory access was "
+                 "encountered")["id"] != fa3["id"]
