@@ -80,7 +80,7 @@ REAL_TEXTS = [
     ("FA3-LAUNCH-SMEM-INVALID-ARGUMENT", "sgl-project/sglang#10711",
      "CUDA error (/sgl-kernel/build/_deps/repo-flash-attention-src/hopper/flash_fwd_launch_template.h:190): invalid "
      "argument", {"where": "190"}),
-    ("FA3-LAUNCH-SMEM-INVALID-ARGUMENT", "crossos-acceleritor#2 (a Windows path)",
+    ("FA3-LAUNCH-SMEM-INVALID-ARGUMENT", "loscrossos/crossOS_acceleritor#2 (a Windows path)",
      "CUDA error (C:/a/xformers/xformers/third_party/flash-attention/hopper\\flash_fwd_launch_template.h:180): "
      "invalid argument", {"where": "180"}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
