@@ -166,7 +166,7 @@ def test_a_nan_from_a_backward_node_is_fixed_in_the_package_of_that_nodes_kernel
         return json.loads(out)["cause"]["fixes"][0]
     assert first_fix("FusedAttnFuncBackward").endswith("upgrade transformer-engine")
     assert first_fix("ScaledDotProductEfficientAttentionBackward0").endswith("upgrade torch")
-    assert first_fix("MulBackward0").endswith("upgrade the library that provides the kernel")
+    assert first_fix("MulBackward0").endswith("upgrade the package that provides the kernel")
 
 
 def test_flash_attn_3_refused_launch_is_its_shared_memory_on_a_smaller_gpu(cli):
@@ -181,3 +181,11 @@ def test_flash_attn_3_refused_launch_is_its_shared_memory_on_a_smaller_gpu(cli):
     assert cause("CUDA error (/x/csrc/flash_attn/src/flash_fwd_launch_template.h:89): invalid argument")["id"] != fa3["id"]
     assert cause("CUDA error (/x/hopper/flash_fwd_launch_template.h:194): an illegal memory access was "
                  "encountered")["id"] != fa3["id"]
+
+
+def test_an_invalid_kernel_image_is_fixed_in_the_package_of_the_kernel_that_failed(cli):
+    """OpenMOSS/MOSS-TTSD#22: flash-attn 2.8.1's wheels on an older driver; the fix was flash-attn 2.8.0 or a newer
+    driver."""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--flash-attn", "2.8.1", "--",
+                         "torch.AcceleratorError: CUDA error: device kernel image is invalid")
+    assert "(downgrade flash-attn)" in json.loads(out)["cause"]["fixes"][0]

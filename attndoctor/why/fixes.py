@@ -71,7 +71,7 @@ def own_fix(text: str, groups: Mapping[str, str], kernel: str = "") -> str:
     """A catalogue fix with <package> named, the package of the module the message names, and <kernel package>, the
     package of the backend the message is about (`kernel`)."""
     text = text.replace("<package>", module_package(groups) or "the package") if "<package>" in text else text
-    return text.replace("<kernel package>", kernel or "the library that provides the kernel")
+    return text.replace("<kernel package>", kernel or "the package that provides the kernel")
 
 
 def kernel_package(backends: Sequence[str], packages: Mapping[str, str] | None) -> str:
