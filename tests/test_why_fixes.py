@@ -189,3 +189,20 @@ def test_an_invalid_kernel_image_is_fixed_in_the_package_of_the_kernel_that_fail
     code, out, err = cli("why", "--no-here", "--format", "json", "--flash-attn", "2.8.1", "--",
                          "torch.AcceleratorError: CUDA error: device kernel image is invalid")
     assert "(downgrade flash-attn)" in json.loads(out)["cause"]["fixes"][0]
+
+
+def test_a_refusal_open_only_on_a_package_the_text_never_shows_does_not_outrank_torchs_own_warning(cli):
+    """lllyasviel/Fooocus#3862: torch 2.1's build has no sm_120 code; flash-attn 3's Blackwell refusal, open only on
+    whether flash-attn 3 is installed, is not the cause. Given flash-attn 3's version, it is weighed as before."""
+    text = ("RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+            "UserWarning:\nNVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+            "PyTorch installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_61 sm_70 "
+            "sm_75 sm_80 sm_86 sm_90.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--torch", "2.1.0", "--", text)
+    doc = json.loads(out)
+    assert doc["cause"]["topics"][0] == "install-arch" and doc["cause"]["id"] != "FA3-ARCH-BLACKWELL"
+    fa3 = next(c for c in doc["candidates"] if c["id"] == "FA3-ARCH-BLACKWELL")
+    assert any("does not show in use" in r for r in fa3["reasons"])
+    code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "RTX 5090", "--flash-attn-3", "3.0.0b1",
+                         "--", text.splitlines()[0])
+    assert json.loads(out)["cause"]["id"] == "FA3-ARCH-BLACKWELL"

@@ -7,8 +7,8 @@ import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
-from .fixes import (caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package, own_advice, own_fix,
-                    own_requirement, package_of, rule_fixes, shipped_by)
+from .fixes import (caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package, own_advice,
+                    own_fix, own_requirement, package_of, rule_fixes, shipped_by)
 from .own_words import words_cause
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
@@ -23,6 +23,9 @@ HOLDS, OPEN, RULED_OUT = 2.0, 0.5, -3.5
 """The text's facts meet the rule's condition / leave it open / contradict it."""
 OTHER_BACKEND = -1.0
 """The text names backends and the rule is about none of them."""
+UNSHOWN_PACKAGE = -1.0
+"""The rule is open only on the version of its backend's own package, which the user did not give and the text does
+not show in use (flash-attn 3's Blackwell refusal for a bare 'no kernel image' from a torch build)."""
 INFERRED_SYMPTOM = 0.5
 """The similarity weight of a rule whose evidence is inferred: its symptom text was not observed."""
 CATALOGUE_CAUSE = 3.5
@@ -195,7 +198,8 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
             if finding.applies is not False:
                 found.setdefault(finding.id, (finding, verdict))
     links = _links(reading, rules)
-    out = _rule_candidates(reading, rules, found, similarity, windows, links)
+    own = {v.backend.id: frozenset(r for r in v.backend.requires if r != "torch") for v in result.all_verdicts}
+    out = _rule_candidates(reading, rules, found, similarity, windows, links, own)
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
     fallback = _given_backends(given, result)
@@ -270,7 +274,7 @@ def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, 
 
 def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tuple[Any, Any]],
                      similarity: Similarity, windows: Sequence[set[str]],
-                     links: Mapping[str, tuple[str, ...]]) -> list[Candidate]:
+                     links: Mapping[str, tuple[str, ...]], own: Mapping[str, frozenset[str]]) -> list[Candidate]:
     """The rules and advisories the text points at: by a message they explain, their symptom's words, or a bare
     failure of their backend that their refusal explains; scored with what the facts say of them."""
     linked: dict[str, list[int]] = {}
@@ -292,12 +296,14 @@ def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tup
         if rule.id not in linked and sim < CONSIDER_AT and not blocking_here and not refused:
             continue
         out.append(_rule_candidate(rule, sim, pair, sorted(set(linked.get(rule.id, ()))), refused,
-                                   specifics.get(rule.id, set()), named))
+                                   specifics.get(rule.id, set()), named,
+                                   frozenset().union(*(own.get(b, ()) for b in rule.backends))))
     return out
 
 
 def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: Sequence[int],
-                    refused: Sequence[tuple[int, int]], specifics: set[str], named: set[str]) -> Candidate:
+                    refused: Sequence[tuple[int, int]], specifics: set[str], named: set[str],
+                    packages: frozenset[str] = frozenset()) -> Candidate:
     """One rule as a candidate: its score and the reasons for it."""
     score, reasons = 0.0, []
     if lines:
@@ -330,6 +336,10 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
         applies, missing = None, tuple(pair[0].missing)
         score += OPEN
         reasons.append(f"it depends on {', '.join(missing) or 'facts not given'}")
+        if missing and not named & set(rule.backends) and all(
+                any(m == p or m.startswith(p + "_") for p in packages) for m in missing):
+            score += UNSHOWN_PACKAGE
+            reasons.append(f"only on {', '.join(missing)}, which the text does not show in use")
     if named and not named & set(rule.backends):
         score += OTHER_BACKEND
         reasons.append(f"it is about {', '.join(rule.backends)}, the text about {', '.join(sorted(named))}")
