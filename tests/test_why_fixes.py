@@ -206,3 +206,16 @@ def test_a_refusal_open_only_on_a_package_the_text_never_shows_does_not_outrank_
     code, out, err = cli("why", "--no-here", "--format", "json", "--gpu", "RTX 5090", "--flash-attn-3", "3.0.0b1",
                          "--", text.splitlines()[0])
     assert json.loads(out)["cause"]["id"] == "FA3-ARCH-BLACKWELL"
+
+
+def test_vllms_selector_error_is_read_by_the_reasons_it_lists_not_by_the_config_or_one_reason(cli):
+    """vllm-project/vllm#31480: every sparse-capable MLA backend refused the GPU's compute capability. The config it
+    prints (head_size, kv_cache_dtype, block_size) is what was asked for, not a reason."""
+    text = ("ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, "
+            "dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=None, use_mla=True, has_sink=False, use_sparse=True, "
+            "use_mm_prefix=False, attn_type=decoder). Reasons: {FLASH_ATTN_MLA: [sparse not supported, compute "
+            "capability not supported], FLASHMLA: [sparse not supported, compute capability not supported], "
+            "TRITON_MLA: [sparse not supported], FLASHMLA_SPARSE: [compute capability not supported]}.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    cause = json.loads(out)["cause"]
+    assert cause["topics"] == ["gpu-arch"] and "len(valid_backends_priorities) == 0" in cause["cause"]

@@ -363,7 +363,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     against, where = (set(reading.framed), "'s frames") if reading.framed else (named, "")
     problems = any(h.entry.kind in ("error", "warning") for h in reading.hits)
     evaluated = set(packages)
-    for hit in _first_hits(reading.hits):
+    listed = _listed_reasons(reading.hits)
+    for hit in _first_hits(h for h in reading.hits if (h.line, h.text) not in listed):
         entry = hit.entry
         if entry.kind == "fact" or entry.indexed and hit.line in curated:
             continue
@@ -376,7 +377,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             continue  # a rule the facts leave open speaks for the message, with its own fix
         ruled_out = [r for r in linked if r in by_id and set(by_id[r].backends) & evaluated] if not live else []
         if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
-            printed = text_topics(*(str(v) for h in reading.hits if h.entry.id == entry.id for v in h.groups.values()))
+            printed = text_topics(*(v for h in reading.hits if h.entry.id == entry.id for v in _printed(h.groups)))
             topics = tuple(dict.fromkeys(t for t in (*topics, *printed) if t != "other")) or topics
         score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
         if entry.kind == "error":
@@ -558,6 +559,32 @@ def _repeats(entry: Any, line: str) -> int:
     """How many times a line holds an entry's message (by its required literal)."""
     literals = [lit for lit, fold in (entry.literals or ()) if not fold and lit]
     return max((line.count(lit) for lit in literals), default=1) or 1
+
+
+def _printed(groups: Mapping[str, str]) -> tuple[str, ...]:
+    """The values a message printed that say what went wrong: its reasons where it lists them ("No valid attention
+    backend found for cuda with <config>. Reasons: {...}"), not the config it was asked for; else every value."""
+    reasons = tuple(str(v) for k, v in groups.items() if "reason" in k)
+    return reasons or tuple(str(v) for v in groups.values())
+
+
+def _listed_reasons(hits: Sequence[Any]) -> set[tuple[int, str]]:
+    """(line, text) of the messages that are part of a longer one on their line: a reason it lists (vLLM's selector
+    lists each backend's invalid_reasons), or the first sentence of another release's wording of it, whose whole
+    wording the longer match read."""
+    return {(inner.line, inner.text) for outer in hits for inner in hits
+            if inner is not outer and inner.line == outer.line and inner.text and _part_of(inner, outer)}
+
+
+def _part_of(inner: Any, outer: Any) -> bool:
+    if not (inner.entry.indexed and outer.entry.indexed):
+        return False
+    if any(inner.text in str(v) for k, v in outer.groups.items() if "reason" in k):
+        return True
+    (a, b), (c, d) = inner.span, outer.span
+    literal = inner.entry.literals[0][0] if inner.entry.literals else ""
+    return (inner.entry.library == outer.entry.library and c <= a and b <= d and b - a < d - c and bool(literal)
+            and literal in outer.entry.template)
 
 
 def _first_hits(hits: Iterable[Any]) -> list[Any]:
