@@ -219,3 +219,19 @@ def test_vllms_selector_error_is_read_by_the_reasons_it_lists_not_by_the_config_
     code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
     cause = json.loads(out)["cause"]
     assert cause["topics"] == ["gpu-arch"] and "len(valid_backends_priorities) == 0" in cause["cause"]
+
+
+def test_a_value_the_backend_refuses_is_also_fixed_in_the_code_that_passed_it(cli):
+    """AUTOMATIC1111/stable-diffusion-webui#11066: the webui's own sdp_attnblock_forward mixed dtypes; its release
+    fixed it. A broken install is not the caller's to fix."""
+    text = ('  File "/ext3/automatic1111/stable-diffusion-webui/modules/sd_hijack_optimizations.py", line 612, in '
+            "sdp_attnblock_forward\nRuntimeError: Expected query, key, and value to have the same dtype, but got "
+            "query.dtype: float key.dtype: float and value.dtype: c10::Half instead.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    fixes = json.loads(out)["cause"]["fixes"]
+    assert any(f.startswith("or upgrade stable-diffusion-webui, whose code made the failing call") for f in fixes)
+    broken = ('  File "/x/ComfyUI/custom_nodes/ComfyUI-KJNodes/nodes.py", line 3, in attention\n'
+              "ImportError: /x/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+              "_ZN3c104cuda9SetDeviceEi")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", broken)
+    assert not any("ComfyUI-KJNodes" in f for f in json.loads(out)["cause"]["fixes"])

@@ -177,13 +177,17 @@ CALLED = frozenset({"torch", "flash_attn", "flash_attn_interface", "hopper", "xf
 not the code that made the call."""
 
 
+_APP = re.compile(r"[/\\](?P<package>stable-diffusion-webui[\w.\-]*|ComfyUI|Fooocus|text-generation-webui)[/\\]", re.I)
+"""The apps people run attention through from a folder of their own, not as an installed package."""
+
+
 def caller_package(lines: Sequence[str]) -> str:
     """The package whose code made the failing call: the innermost traceback frame outside the called libraries,
-    when that frame lies in an installed package or an app's plugin folder (custom_nodes, extensions); '' when it is
-    the program's own code or no frame is shown."""
+    when that frame lies in an installed package, an app's plugin folder (custom_nodes, extensions) or an app's own
+    folder (ComfyUI, stable-diffusion-webui); '' when it is the program's own code or no frame is shown."""
     frames = [found["path"] for found in map(_FRAME.match, lines) if found]
     for path in reversed(frames):
-        found = _FRAME_PACKAGE.search(path)
+        found = _FRAME_PACKAGE.search(path) or _APP.search(path)
         package = found["package"] if found else ""
         if package.split(".")[0].lower() in CALLED:
             continue
@@ -258,3 +262,21 @@ def rule_fixes(rule: Any, pair: tuple[Any, Any] | None) -> tuple[str, ...]:
         if rule.workaround:
             out.append(f"workaround: {rule.workaround}")
     return tuple(dict.fromkeys(out))
+
+
+CALLER_CANNOT_FIX = frozenset({"install-missing", "install-abi", "install-arch", "cuda-driver", "gpu-arch", "oom", "hang",
+                               "numerics", "other"})
+"""Kinds of problem the code that made the call did not cause by what it passed (a broken install, the GPU)."""
+
+
+def with_caller(candidate: Any, caller: str) -> Any:
+    """The package that made the failing call is the other side of the problem: for a release mismatch it can move
+    to a release written for the installed libraries; for a value the backend refuses (a dtype, a head dim, a mask)
+    it chose that value, and a later release of it may pass one the backend takes."""
+    topics = set(candidate.topics)
+    if not topics - CALLER_CANNOT_FIX or any(caller.lower() in f.lower() for f in candidate.fixes):
+        return candidate
+    why = ("to a release written for the installed versions (its changelog or requirements say which)"
+           if "version-mismatch" in topics else "to a release that passes this backend inputs it accepts, or report "
+           "the call there")
+    return candidate._replace(fixes=(*candidate.fixes, f"or upgrade {caller}, whose code made the failing call, {why}"))

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
 from .fixes import (caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package, own_advice,
-                    own_fix, own_requirement, package_of, rule_fixes, shipped_by)
+                    own_fix, own_requirement, package_of, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
@@ -213,19 +213,9 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         out.extend((words,) if words else ())
     caller = caller_package(reading.lines)
     if caller:
-        out = [_with_caller(c, caller) for c in out]
+        out = [with_caller(c, caller) for c in out]
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
     return out
-
-
-def _with_caller(candidate: Candidate, caller: str) -> Candidate:
-    """A release mismatch has two sides: beside installing the library's other release, the package that made the
-    call can move to a release written for the installed one."""
-    if "version-mismatch" not in candidate.topics or any(caller.lower() in f.lower() for f in candidate.fixes):
-        return candidate
-    return candidate._replace(fixes=(*candidate.fixes, f"or upgrade {caller}, whose code made the failing call, to a "
-                                     "release written for the installed versions (its changelog or requirements say "
-                                     "which)"))
 
 
 def _given_backends(given: Sequence[str], result: Any) -> tuple[str, ...]:
