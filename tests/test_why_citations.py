@@ -83,6 +83,16 @@ REAL_TEXTS = [
     ("FA3-LAUNCH-SMEM-INVALID-ARGUMENT", "loscrossos/crossOS_acceleritor#2 (a Windows path)",
      "CUDA error (C:/a/xformers/xformers/third_party/flash-attention/hopper\\flash_fwd_launch_template.h:180): "
      "invalid argument", {"where": "180"}),
+    ("VLLM-FLASH-ATTN-PACKAGE-NOT-FOUND-04", "vllm 0.4.0 wheel vllm/attention/selector.py:46-47, as mudler/LocalAI#1995 "
+     "logged it", "INFO 04-10 23:35:40 selector.py:51] Cannot use FlashAttention because the package is not found. "
+     "Please install it for better performance.", {}),
+    ("VLLM-FLASH-ATTN-PACKAGE-NOT-FOUND-04", "vllm 0.4.1 sdist vllm/attention/selector.py:78-79",
+     "Cannot use FlashAttention backend because the flash_attn package is not found. Please install it for better "
+     "performance.", {}),
+    ("JAX-CUDNN-FLASH-HEAD-DIM", "jax 0.5.0 wheel jax/_src/cudnn/fused_attention_stablehlo.py:356 (its spelling)",
+     "NotImplementedError: The head dim must be <= 128 and a mutiple of 8, but got 256.", {"hdim": "256"}),
+    ("JAX-CUDNN-FLASH-HEAD-DIM", "keras-team/keras#21333 (jax 0.7 spelling)",
+     "The head dim must be <= 128 and a multiple of 8, but got 256.", {"hdim": "256", "limit": "128"}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",

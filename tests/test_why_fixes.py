@@ -235,3 +235,13 @@ def test_a_value_the_backend_refuses_is_also_fixed_in_the_code_that_passed_it(cl
               "_ZN3c104cuda9SetDeviceEi")
     code, out, err = cli("why", "--no-here", "--format", "json", "--", broken)
     assert not any("ComfyUI-KJNodes" in f for f in json.loads(out)["cause"]["fixes"])
+
+
+def test_flex_attention_written_in_words_names_the_backend(cli):
+    """VARGPT-family/VARGPT-v1.1#1: a program's own warning says 'flex attention' in plain words."""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--torch", "2.1.0+cu121", "--",
+                         "[Warning] flex attention need pytorch 2.5.0+ but your version is 2.1.0+cu121")
+    cause = json.loads(out)["cause"]
+    assert cause["backends"] == ["flex-attention"] and "version-mismatch" in cause["topics"]
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", "the flexible attention layer failed")
+    assert "flex-attention" not in json.loads(out)["understood"]["backends"]
