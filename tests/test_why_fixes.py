@@ -245,3 +245,14 @@ def test_flex_attention_written_in_words_names_the_backend(cli):
     assert cause["backends"] == ["flex-attention"] and "version-mismatch" in cause["topics"]
     code, out, err = cli("why", "--no-here", "--format", "json", "--", "the flexible attention layer failed")
     assert "flex-attention" not in json.loads(out)["understood"]["backends"]
+
+
+def test_an_unknown_error_that_says_what_is_unsupported_and_what_to_use_is_taken_at_its_word(cli):
+    """kohya-ss/musubi-tuner#539: SageAttention has no backward; the message names the options to use instead."""
+    text = ("ValueError: SageAttention doesn't currently support training. Please use `--sdpa` or `--xformers`, etc., "
+            "instead.")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    cause = json.loads(out)["cause"]
+    assert cause["id"] == "ERROR-OWN-WORDS" and cause["topics"] == ["other"] and "--sdpa" in cause["fixes"][0]
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", "ValueError: the weather is not supported today")
+    assert json.loads(out)["cause"] is None

@@ -7,7 +7,7 @@ import re
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
-from .fixes import backend_package, generic_fix
+from .fixes import backend_package, generic_fix, own_advice
 from .topics import text_topics
 
 _RAISED = re.compile(
@@ -134,6 +134,11 @@ def asserted_available(message: str) -> str:
     return (found["call"] or found["flag"]).lower() if found else ""
 
 
+UNSUPPORTED = re.compile(r"\b(?:does not|doesn't|do not|don't|is not|isn't|are not|aren't)\s+(?:currently\s+|yet\s+)?"
+                         r"support(?:ed)?\b", re.I)
+"""An error that says what is not supported ("SageAttention doesn't currently support training. Please use ...")."""
+
+
 def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallback: tuple[str, ...] = ()) -> Any | None:
     """The error's own words as a candidate of `score`, when they name a kind of problem; None otherwise. Its
     backends are those the text names, else `fallback`."""
@@ -166,6 +171,14 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
                f"it imports, or choose another attention in the program than the one that calls {called}")
     else:
         topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
+        advice = own_advice(reading.lines, number) if not topics and UNSUPPORTED.search(message) else ()
+        if advice:
+            return Candidate(
+                id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(
+                    f"line {number} is an error no known message or rule explains; it says what is not supported and "
+                    "what to use instead",), title=f"the error on line {number} names what is not supported",
+                cause=f"the error on line {number} says what is not supported: {message[:200]}", fixes=advice,
+                backends=backends, applies=None, lines=(number,), topics=("other",))
         if not topics:
             return None
         kinds = ", ".join(t.replace("-", " ") for t in topics)
