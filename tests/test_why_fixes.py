@@ -256,3 +256,12 @@ def test_an_unknown_error_that_says_what_is_unsupported_and_what_to_use_is_taken
     assert cause["id"] == "ERROR-OWN-WORDS" and cause["topics"] == ["other"] and "--sdpa" in cause["fixes"][0]
     code, out, err = cli("why", "--no-here", "--format", "json", "--", "ValueError: the weather is not supported today")
     assert json.loads(out)["cause"] is None
+
+
+def test_a_message_asking_for_a_minimum_release_is_a_version_mismatch():
+    """kijai/ComfyUI-Florence2#48: transformers asks for torch>=2.1.1; a value compared in a config is not a release."""
+    from attndoctor.why.topics import text_topics
+
+    assert "version-mismatch" in text_topics("PyTorch SDPA requirements in Transformers are not met. Please install "
+                                             "torch>=2.1.1.")
+    assert "version-mismatch" not in text_topics("expected seqlen_q >= 1.5 and x >= 2.0")
