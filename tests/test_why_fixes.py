@@ -265,3 +265,11 @@ def test_a_message_asking_for_a_minimum_release_is_a_version_mismatch():
     assert "version-mismatch" in text_topics("PyTorch SDPA requirements in Transformers are not met. Please install "
                                              "torch>=2.1.1.")
     assert "version-mismatch" not in text_topics("expected seqlen_q >= 1.5 and x >= 2.0")
+
+
+def test_an_unknown_errors_own_advice_comes_first_and_sequence_parallelism_is_cp(cli):
+    """hiyouga/LlamaFactory#10616: the message wraps its advice onto the next line."""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--",
+                         "ValueError: Sequence parallelism requires flash attention. Please set\nflash_attn: flash_attention_2.")
+    cause = json.loads(out)["cause"]
+    assert cause["topics"] == ["cp"] and cause["fixes"][0] == "as the message says: Please set flash_attn: flash_attention_2."

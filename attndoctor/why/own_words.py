@@ -186,5 +186,8 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         title = f"the error on line {number} names its check itself"
         cause = f"the error on line {number} says what it checks ({kinds}): {message[:200]}"
         fix = generic_fix(_Printer(note=message[:160]), topics, backends, message, packages)
+        return Candidate(id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(reason,), title=title, cause=cause,
+                         fixes=(*own_advice(reading.lines, number), fix), backends=backends, applies=None,
+                         lines=(number,), topics=topics)
     return Candidate(id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(reason,), title=title, cause=cause,
                      fixes=(fix,), backends=backends, applies=None, lines=(number,), topics=topics)
