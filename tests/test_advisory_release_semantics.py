@@ -30,3 +30,17 @@ def test_a_bug_waiting_on_a_config_fact_left_out_stays_a_note(cli):
     args = ("--hdim", "128", "--heads", "32", "--dtype", "fp16", "--gpu", "H800", "--flash-attn", "2.8.3",
             "--infer")
     assert verdict(cli, *args)["status"] == "supported"
+
+
+def test_flash_attn_4_is_swept_beta_by_beta(cli):
+    """Betas 3 and 4 refuse sm80 for its arch, betas 5 and later refuse learnable sinks there: with no beta given,
+    no modelled release runs it, so the verdict is a refusal, not 'depends'."""
+    import json
+
+    args = ["explain", "--backend", "flash-attn-4", "--hdim", "64", "--heads", "8", "--seqlen", "1024", "--dtype",
+            "bf16", "--sinks", "--format", "json"]
+    code, out, err = cli(*args, "--gpu", "A100")
+    verdict = json.loads(out)["results"][0]["verdicts"][0]
+    assert verdict["status"] == "unsupported" and verdict["findings"][0]["rule"] == "AD-NO-RELEASE-RUNS"
+    code, out, err = cli(*args, "--gpu", "H100")
+    assert json.loads(out)["results"][0]["verdicts"][0]["status"] != "unsupported"
