@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
 from .fixes import (caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package, own_advice,
                     own_fix, own_requirement, package_of, rule_fixes, shipped_by, with_caller)
@@ -326,8 +327,7 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
         applies, missing = None, tuple(pair[0].missing)
         score += OPEN
         reasons.append(f"it depends on {', '.join(missing) or 'facts not given'}")
-        if missing and not named & set(rule.backends) and all(
-                any(m == p or m.startswith(p + "_") for p in packages) for m in missing):
+        if missing and not named & set(rule.backends) and all(DERIVED_FROM.get(m, m) in packages for m in missing):
             score += UNSHOWN_PACKAGE
             reasons.append(f"only on {', '.join(missing)}, which the text does not show in use")
     if named and not named & set(rule.backends):
@@ -551,11 +551,15 @@ def _repeats(entry: Any, line: str) -> int:
     return max((line.count(lit) for lit in literals), default=1) or 1
 
 
+def _reasons(groups: Mapping[str, str]) -> tuple[str, ...]:
+    """The reasons a message lists, the values of its groups named for them ("... Reasons: {reasons_str}")."""
+    return tuple(str(v) for k, v in groups.items() if "reason" in k)
+
+
 def _printed(groups: Mapping[str, str]) -> tuple[str, ...]:
     """The values a message printed that say what went wrong: its reasons where it lists them ("No valid attention
     backend found for cuda with <config>. Reasons: {...}"), not the config it was asked for; else every value."""
-    reasons = tuple(str(v) for k, v in groups.items() if "reason" in k)
-    return reasons or tuple(str(v) for v in groups.values())
+    return _reasons(groups) or tuple(str(v) for v in groups.values())
 
 
 def _listed_reasons(hits: Sequence[Any]) -> set[tuple[int, str]]:
@@ -569,7 +573,7 @@ def _listed_reasons(hits: Sequence[Any]) -> set[tuple[int, str]]:
 def _part_of(inner: Any, outer: Any) -> bool:
     if not (inner.entry.indexed and outer.entry.indexed):
         return False
-    if any(inner.text in str(v) for k, v in outer.groups.items() if "reason" in k):
+    if any(inner.text in reasons for reasons in _reasons(outer.groups)):
         return True
     (a, b), (c, d) = inner.span, outer.span
     literal = inner.entry.literals[0][0] if inner.entry.literals else ""

@@ -159,35 +159,32 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         title = f"{wanted} is not available: its package did not import"
         cause = (f"the program requires {wanted} ({message}), which it found unavailable: {package} is not installed, "
                  "or does not import with this torch, CUDA and Python")
-        fix = (f"install {package} built for this torch, CUDA and Python and check that it imports (python -c "
-               f"\"import {package.replace('-', '_')}\"), or choose another attention in the program")
+        fixes = (f"install {package} built for this torch, CUDA and Python and check that it imports (python -c "
+                 f"\"import {package.replace('-', '_')}\"), or choose another attention in the program",)
     elif called:
         topics = ("install-missing",)
         reason = f"line {number} calls {called}, which is None: the program set it to None when its import failed"
         title = f"{called} is None: its package did not import"
         cause = (f"the program calls {called}, which it set to None because the package that provides it is not "
                  "installed or does not import")
-        fix = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
-               f"it imports, or choose another attention in the program than the one that calls {called}")
+        fixes = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
+                 f"it imports, or choose another attention in the program than the one that calls {called}",)
     else:
         topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
-        advice = own_advice(reading.lines, number) if not topics and UNSUPPORTED.search(message) else ()
-        if advice:
-            return Candidate(
-                id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(
-                    f"line {number} is an error no known message or rule explains; it says what is not supported and "
-                    "what to use instead",), title=f"the error on line {number} names what is not supported",
-                cause=f"the error on line {number} says what is not supported: {message[:200]}", fixes=advice,
-                backends=backends, applies=None, lines=(number,), topics=("other",))
-        if not topics:
+        advice = own_advice(reading.lines, number)
+        if not topics and advice and UNSUPPORTED.search(message):
+            topics, fixes = ("other",), advice
+            reason = (f"line {number} is an error no known message or rule explains; it says what is not supported "
+                      "and what to use instead")
+            title = f"the error on line {number} names what is not supported"
+            cause = f"the error on line {number} says what is not supported: {message[:200]}"
+        elif not topics:
             return None
-        kinds = ", ".join(t.replace("-", " ") for t in topics)
-        reason = f"line {number} is an error no known message or rule explains; its own words are about: {kinds}"
-        title = f"the error on line {number} names its check itself"
-        cause = f"the error on line {number} says what it checks ({kinds}): {message[:200]}"
-        fix = generic_fix(_Printer(note=message[:160]), topics, backends, message, packages)
-        return Candidate(id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(reason,), title=title, cause=cause,
-                         fixes=(*own_advice(reading.lines, number), fix), backends=backends, applies=None,
-                         lines=(number,), topics=topics)
+        else:
+            kinds = ", ".join(t.replace("-", " ") for t in topics)
+            reason = f"line {number} is an error no known message or rule explains; its own words are about: {kinds}"
+            title = f"the error on line {number} names its check itself"
+            cause = f"the error on line {number} says what it checks ({kinds}): {message[:200]}"
+            fixes = (*advice, generic_fix(_Printer(note=message[:160]), topics, backends, message, packages))
     return Candidate(id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(reason,), title=title, cause=cause,
-                     fixes=(fix,), backends=backends, applies=None, lines=(number,), topics=topics)
+                     fixes=fixes, backends=backends, applies=None, lines=(number,), topics=topics)
