@@ -13,7 +13,7 @@ from .errors import UsageError
 _NUMBERS = ("memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "bandwidth_gbs")
 _ENTRY_KEYS = frozenset(("name", "aliases", "sm", "source", *_NUMBERS))
 _SM_KEYS = frozenset(("sm", "arch", "smem_per_block_optin_kib", "source"))
-ARCHES = ("Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
+ARCHES = ("Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
 _NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
 # What may follow a known name in a longer one, such as an NVML name we do not list ("NVIDIA B300 SXM6 AC"):
 # form factor, memory size and type, edition words. Anything else ("L40" after "L4", "Laptop GPU") is no match.
@@ -285,7 +285,9 @@ def gpu_names() -> list[str]:
 def parse_sm(text: str) -> int | None:
     """The compute capability in `sm90`, `sm_90`, `sm100a`, `compute_90`, `9.0`, `(9, 0)` or "compute capability 9.0"
     form, as 90; None otherwise."""
-    t = re.sub(r"^(?:cuda |compute )?capability\s*[:=]?\s*(?=sm)", "", str(text).strip().lower())
+    t = str(text).strip().lower()
+    t = t[1:-1].strip() if t.startswith("(") and t.endswith(")") and t.count("(") == 1 else t
+    t = re.sub(r"^(?:cuda |compute )?capability\s*[:=]?\s*(?=sm)", "", t)
     match = _SM_FORM.match(t)
     if match:
         sm = int(match.group(1))
@@ -375,6 +377,8 @@ def resolve_gpu(text: str) -> tuple[str, int]:
             raise UsageError(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
         if spec is not None:
             return spec.name, spec.sm
+        if remark and not tail_sm:  # "Jetson Xavier (CC 7.2)": a capability in parentheses settles an unknown name
+            return f"sm{remark[0]}", remark[0]
         several = [lookup_gpu(part) or lookup_gpu(f"{raw.split()[0]} {part}") for part in _SEVERAL.split(raw)]
         if len(several) > 1 and all(several):
             names = list(dict.fromkeys(s.name for s in several if s))

@@ -258,7 +258,7 @@ def test_parse_catalogue_fills_arch_and_shared_memory_from_the_sm_table() -> Non
 
 
 @pytest.mark.parametrize("text, fragment", [
-    (_sm_table(arch='"Kepler"') + _entry(), "arch"),
+    (_sm_table(arch='"Fermi"') + _entry(), "arch"),
     (_sm_table(smem_per_block_optin_kib="0") + _entry(), "smem_per_block_optin_kib"),
     (_sm_table(source='"guide"') + _entry(), "source"),
     (_sm_table(colour='"green"') + _entry(), "unknown key"),
@@ -380,3 +380,30 @@ def test_a_short_form_inside_names_of_one_architecture_resolves_to_the_shortest(
     for unknown in ("gh200x", "rtx 3800ti"):  # in no name; nearest names are offered instead
         with pytest.raises(UsageError, match="nearest known"):
             resolve_gpu(unknown)
+
+
+@pytest.mark.parametrize("text, name, sm", [
+    ("Tesla K80", "K80", 37), ("NVIDIA Tesla K40m", "K40", 35), ("GeForce GTX TITAN X", "GTX TITAN X", 52),
+    ("GTX Titan X", "GTX TITAN X", 52), ("TITAN X", "TITAN X (Pascal)", 61), ("GTX 980 Ti", "GTX 980 Ti", 52),
+    ("Tesla M40 24GB", "M40", 52), ("GTX 750 Ti", "GTX 750 Ti", 50), ("Jetson Nano", "Jetson Nano", 53),
+    ("GTX 780 Ti", "GTX 780 Ti", 35), ("GTX 680", "GTX 680", 30), ("Jetson TK1", "Jetson TK1", 32),
+    ("Quadro M6000 24GB", "Quadro M6000 24GB", 52), ("Jetson Xavier", "Jetson AGX Xavier", 72),
+])
+def test_kepler_and_maxwell_gpus_are_known(text: str, name: str, sm: int) -> None:
+    """NVIDIA's legacy compute capability list: old cards still run attention code, and their users ask why it fails."""
+    spec = lookup_gpu(text)
+    assert spec is not None and (spec.name, spec.sm) == (name, sm)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Jetson Xavier (CC 7.2)", ("Jetson AGX Xavier", 72)), ("Some Board (CC 8.7)", ("sm87", 87)),
+    ("Tesla K80 (compute capability 3.7)", ("K80", 37)),
+])
+def test_a_compute_capability_in_parentheses_beside_a_name(text: str, expected: tuple[str, int]) -> None:
+    """"(CC 7.2)" is the capability whether or not the name before it is known; a known name must agree with it."""
+    assert resolve_gpu(text) == expected
+
+
+def test_a_capability_in_parentheses_that_contradicts_the_name_is_refused() -> None:
+    with pytest.raises(UsageError):
+        resolve_gpu("Tesla K80 (CC 7.2)")
