@@ -52,6 +52,19 @@ def test_only_an_error_line_speaks_in_a_longer_text():
     assert error_line(["AssertionError: ", "ValueError: x"]) is None
 
 
+def test_a_log_line_that_complains_about_attention_speaks_where_no_error_is_raised():
+    """A log without an exception still says what went wrong in the line that complains about an attention backend:
+    "flashinfer not found, use triton", "flash_attn is not compatible with attn_soft_cap - forcing off"."""
+    assert error_line(["flashinfer not found, use triton for linux", "using custom modeling_xxx.py."]) == (
+        1, "flashinfer not found, use triton for linux")
+    log = ["llama_new_context_with_model: **flash_attn is not compatible with attn_soft_cap - forcing off**",
+           "llama_new_context_with_model: n_ctx      = 2048", "llama_new_context_with_model: flash_attn = 0",
+           "llama_new_context_with_model: freq_base  = 10000.0"]
+    assert error_line(log) == (1, "flash_attn is not compatible with attn_soft_cap - forcing off")
+    assert error_line(["loading model", "INFO: attention head dim 128, 32 heads", "flash attention enabled",
+                       "step 1 done"]) is None
+
+
 def test_sizes_that_differ_by_a_whole_factor_on_the_heads_axis_are_grouped_query_attention(cli):
     _, doc = ask(cli, "RuntimeError: The size of tensor a (32) must match the size of tensor b (8) at non-singleton "
                       "dimension 1")

@@ -22,6 +22,12 @@ _RAISED_BY = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Excep
 _BARE_ASSERT = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*AssertionError\s*$")
 """An assertion that failed without a message: the statement Python shows above it is all it says."""
 _ASSERT_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?P<statement>assert\s+\S.*?)\s*$")
+_COMPLAINT = re.compile(r"\b(?:not (?:found|installed|available|compatible|supported)|incompatible|unsupported|"
+                        r"cannot|can't|unable to|failed to|forcing off|falling back|fall back)\b", re.I)
+"""What a log line says when something did not work, without raising (a warning, a fallback)."""
+_ATTENTION_WORD = re.compile(r"attn|attention|flash|sdpa|xformers|sage|fmha|cudnn", re.I)
+_LOGGED = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[A-Za-z_][\w.]*:\s+)?")
+"""A logger's prefix before the message (llama_new_context_with_model: ..., [rank0] x: ...)."""
 SHORT = 2
 """A text of at most this many lines is the message itself, whatever its first word."""
 MIN_CHARS = 12
@@ -99,8 +105,19 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
         if found and len(found.group("message").strip(" `'\"")) >= MIN_CHARS:
             return number, message_part(found.group("message")).strip(" `")
     kept = [(n, message_part(line.strip(" `"))) for n, line in enumerate(lines, 1) if line.strip(" `")]
-    if 0 < len(kept) <= SHORT and len(kept[-1][1]) >= MIN_CHARS:
+    complaint = _complaint(lines)
+    if 0 < len(kept) <= SHORT and len(kept[-1][1]) >= MIN_CHARS and not (
+            complaint and not _ATTENTION_WORD.search(kept[-1][1])):
         return kept[-1]
+    return complaint
+
+
+def _complaint(lines: Sequence[str]) -> tuple[int, str] | None:
+    """(line number, message) of the last log line that says an attention backend did not work, without raising."""
+    for number in range(len(lines), 0, -1):
+        message = _LOGGED.sub("", lines[number - 1]).strip(" `*")
+        if _COMPLAINT.search(message) and _ATTENTION_WORD.search(message) and len(message) >= MIN_CHARS:
+            return number, message
     return None
 
 
