@@ -273,3 +273,16 @@ def test_an_unknown_errors_own_advice_comes_first_and_sequence_parallelism_is_cp
                          "ValueError: Sequence parallelism requires flash attention. Please set\nflash_attn: flash_attention_2.")
     cause = json.loads(out)["cause"]
     assert cause["topics"] == ["cp"] and cause["fixes"][0] == "as the message says: Please set flash_attn: flash_attention_2."
+
+
+def test_mixed_query_key_value_dtypes_are_fixed_by_one_dtype_not_by_another_kernel(cli):
+    """SDPA refuses q, k and v of different dtypes in every kernel: the fix is one dtype for the three, made where
+    the call is built, and turning a kernel off helps nothing."""
+    for text in ("RuntimeError: Expected query, key, and value to have the same dtype, but got query.dtype: float "
+                 "key.dtype: float and value.dtype: c10::BFloat16 instead.",
+                 "got query.dtype: struct c10::Half key.dtype: float and value.dtype: float"):
+        code, out, _ = cli("why", "--no-here", "--format", "json", text)
+        cause = json.loads(out)["cause"]
+        assert cause["topics"][0] == "dtype"
+        assert cause["fixes"][0].startswith("cast query, key and value to one dtype"), cause["fixes"]
+        assert not any(fix.startswith("disable") for fix in cause["fixes"])

@@ -30,6 +30,15 @@ BF16_ON_OLDER_GPU = ("use float16 instead of bfloat16 on this GPU (bfloat16 kern
                      "dtype or precision setting")
 """A message that refuses bfloat16 for the GPU's architecture: the fix is the half type every older GPU runs."""
 
+MIXED_DTYPES = re.compile(r"same dtype|dtype\(\)\s*==\s*\w+\.dtype\(\)|dtypes? (?:must|should) (?:match|be the same)|"
+                          r"query\.dtype\b.{0,40}?\bkey\.dtype", re.I)
+MIXED_DTYPES_FIX = ("cast query, key and value to one dtype before the call (key.to(query.dtype), value.to(query.dtype)): "
+                    "the calling code mixes them (a float32 RoPE, norm or cache beside a half-precision model, autocast "
+                    "around part of it); where that code is a package's (a node, an extension, model code), a later "
+                    "release of it may cast them, and an app's precision switch (ComfyUI: --force-fp16) keeps them one "
+                    "dtype")
+"""A check that q, k and v share a dtype: no dtype the backend takes fixes it, one dtype for the three does."""
+
 
 UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
 """Kinds of problem that are not a setting one changes to what a check accepts."""
@@ -224,6 +233,8 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         return f"install {package} at the version the message asks for ({named.group(0).strip()})"
     if {"dtype", "gpu-arch"} <= set(topics) and BF16.search(text):
         return BF16_ON_OLDER_GPU
+    if list(topics[:1]) == ["dtype"] and (MIXED_DTYPES.search(entry.note or "") or MIXED_DTYPES.search(text)):
+        return MIXED_DTYPES_FIX
     # the first kind is what the message is about ("unsupported head_dim ... (>192 requires sm80/90)" is a head dim)
     topic = topics[0] if topics else ""
     for backend in backends:
