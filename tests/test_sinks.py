@@ -60,8 +60,12 @@ def test_flash_attn_4_sinks_by_arch(explain):
     assert "FA4-SINKS-SM8X-SM12X" not in _rules(hopper, "flash-attn-4")
 
 
-def test_cudnn_fe_fp8_forward_still_takes_no_sink_at_frontend_133(explain):
-    args = ["--gpu", "H100", "--cudnn", "9.26.0", "--cudnn-frontend", "1.33.0", "--flash-attn", "2.8.3.post2",
-            "--flash-attn-4", "4.0.0b27", "--hdim", "128", "--heads", "16", "--seqlen", "4096", "--infer"]
-    assert "CUDNN-FE-SINKS-FP8-FWD" in _rules(explain(*args, "--dtype", "fp8", "--sinks", exit=1), "cudnn-fe")
-    assert "CUDNN-FE-SINKS-FP8-FWD" not in _rules(explain(*args, "--dtype", "bf16", "--sinks", exit=0), "cudnn-fe")
+def test_cudnn_fe_fp8_forward_takes_a_sink_from_python_at_frontend_121(explain):
+    """python/pygraph/sdpa.cpp: v1.20.0's sdpa_fp8 passes no sink_token, v1.21.0's takes one."""
+    args = ["--gpu", "H100", "--cudnn", "9.26.0", "--flash-attn", "2.8.3.post2", "--flash-attn-4", "4.0.0b27",
+            "--hdim", "128", "--heads", "16", "--seqlen", "4096", "--infer", "--sinks"]
+    assert "CUDNN-FE-SINKS-FP8-FWD" in _rules(explain(*args, "--cudnn-frontend", "1.20.0", "--dtype", "fp8"), "cudnn-fe")
+    assert "CUDNN-FE-SINKS-FP8-FWD" not in _rules(explain(*args, "--cudnn-frontend", "1.21.0", "--dtype", "fp8"),
+                                                   "cudnn-fe")
+    assert "CUDNN-FE-SINKS-FP8-FWD" not in _rules(explain(*args, "--cudnn-frontend", "1.20.0", "--dtype", "bf16"),
+                                                   "cudnn-fe")
