@@ -89,6 +89,16 @@ def test_a_failure_that_names_no_reason_is_explained_by_the_refusal_the_facts_me
     assert on_h100["cause"] is None or on_h100["cause"]["id"] != "CUDNN-FE-ARCH"
 
 
+def test_a_refusal_at_sdpas_dispatch_does_not_explain_a_failure_inside_the_kernel(cli):
+    """torch 2.4 keeps cuDNN attention behind TORCH_CUDNN_SDPA_ENABLED=1: where the text shows cuDNN's graph failing,
+    the kernel was called, so that gate (which falls back before the kernel) is not the cause."""
+    text = ("UserWarning: USING CUDNN SDPA (Triggered internally at sdp_utils.cpp:686.)\n"
+            "RuntimeError: cuDNN Frontend error: CUDNN_BACKEND_OPERATION: cudnnFinalize Failed cudnn_status: "
+            "CUDNN_STATUS_BAD_PARAM")
+    cause = why(cli, text, "--torch", "2.4.0", "--gpu", "H100")["cause"]
+    assert cause is None or cause["id"] != "SDPA-CUDNN-ENV-GATE-23"
+
+
 def test_a_pip_conflict_names_both_packages_backends(cli):
     doc = why(cli, "transformer-engine 0.10.0+96ed6fc requires flash-attn<=1.0.7,>=1.0.6, but you have flash-attn 2.0.4 "
                    "which is incompatible.")

@@ -283,7 +283,8 @@ def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tup
         blocking_here = bool(pair and named & set(rule.backends) and sim >= CONSIDER_AT / 2
                              and (pair[0].blocking or pair[0].advisory))
         refused = sorted({hit for b in rule.backends for hit in bare.get(b, ())}) if (
-            pair and pair[0].applies is True and pair[0].blocking and not rule.advisory) else []
+            pair and pair[0].applies is True and pair[0].blocking and not rule.advisory
+            and not _passed_over(rule)) else []
         if rule.id not in linked and sim < CONSIDER_AT and not blocking_here and not refused:
             continue
         out.append(_rule_candidate(rule, sim, pair, sorted(set(linked.get(rule.id, ()))), refused,
@@ -522,6 +523,12 @@ def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tup
         for rank, backend in enumerate(message_backends(entry, reading.framed or reading.backends)):
             out.setdefault(backend, []).append((hit.line, rank))
     return out
+
+
+def _passed_over(rule: Any) -> bool:
+    """A refusal at a framework's dispatch (SDPA's, TransformerEngine's) falls back before the kernel runs, so it
+    cannot explain a failure inside that kernel ("cudnnFinalize Failed" under sdpa-cudnn)."""
+    return rule.surfaces == "dispatch" and all(b.startswith(("sdpa-", "te-")) for b in rule.backends)
 
 
 def _curated_lines(reading: Any) -> set[int]:
