@@ -10,6 +10,8 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("OPEN-CLIP-BATCH-FIRST-TEXT-MASK", "lllyasviel/ControlNet#708 (open-clip-torch 2.26.1)",
+     "RuntimeError: The shape of the 2D attn_mask is torch.Size([77, 77]), but should be (4, 4)", {"batch": "4"}),
     ("MEM-EFF-KERNEL-NOT-BUILT-FOR-ARCH",
      "pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF_f32_aligned.cu:83 "
      "(Debian source pytorch 2.6.0+dfsg), the sm80 kernel run from a build without sm80 code",

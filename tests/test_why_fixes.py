@@ -286,3 +286,17 @@ def test_mixed_query_key_value_dtypes_are_fixed_by_one_dtype_not_by_another_kern
         assert cause["topics"][0] == "dtype"
         assert cause["fixes"][0].startswith("cast query, key and value to one dtype"), cause["fixes"]
         assert not any(fix.startswith("disable") for fix in cause["fixes"])
+
+
+def test_clips_77_token_mask_against_a_batch_is_open_clips_batch_first_switch(cli):
+    """open-clip-torch 2.26 made its text transformer batch-first: code written for 2.24 hands nn.MultiheadAttention
+    a sequence-first batch, and CLIP's 77x77 mask meets a 'sequence' of batch length. Any other 2D mask mismatch is
+    not this."""
+    code, out, _ = cli("why", "--no-here", "--format", "json",
+                       "RuntimeError: The shape of the 2D attn_mask is torch.Size([77, 77]), but should be (25, 25).")
+    cause = json.loads(out)["cause"]
+    assert cause["id"] == "OPEN-CLIP-BATCH-FIRST-TEXT-MASK" and cause["topics"] == ["version-mismatch"]
+    assert cause["fixes"][0].startswith("pin open-clip-torch==2.24.0")
+    _, out, _ = cli("why", "--no-here", "--format", "json",
+                    "RuntimeError: The shape of the 2D attn_mask is torch.Size([64, 64]), but should be (32, 32).")
+    assert (json.loads(out)["cause"] or {}).get("id") != "OPEN-CLIP-BATCH-FIRST-TEXT-MASK"
