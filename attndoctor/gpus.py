@@ -299,8 +299,24 @@ def parse_sm(text: str) -> int | None:
     return sm if 30 <= sm <= 200 else None
 
 
+_OLDER = re.compile(r"^(?:(?:nvidia\s+)?gpus?\s+)?(?:(?:with\s+)?(?:(?:cuda\s+)?compute\s+capability|cc|sm)\s*"
+                    r"(?:below|under|less\s+than|lower\s+than|older\s+than|<)\s*(?P<cc>\d{1,2}(?:\.\d)?)|"
+                    r"(?:pre-?|older\s+than\s+|before\s+)(?P<arch>[a-z]+))(?:\s+(?:gpus?|cards?))?$", re.I)
+"""GPUs named by what they are older than: "compute capability below 8.0", "CC < 7.5", "pre-Ampere"."""
+
+
 def arch_family(text: str) -> tuple[int, ...]:
-    """The compute capabilities of an architecture's name ('Hopper' -> (90,), 'Blackwell' -> (100, 101, ...))."""
+    """The compute capabilities of an architecture's name ('Hopper' -> (90,), 'Blackwell' -> (100, 101, ...)), or of
+    the GPUs older than a capability or an architecture ('compute capability below 8.0' -> (30, ..., 75))."""
+    older = _OLDER.match(_REMARK.sub(" ", str(text)).strip())
+    if older:
+        if older["cc"]:
+            cc = older["cc"]
+            bound = parse_sm(cc if "." in cc else f"{cc}.0" if int(cc) < 20 else f"sm{cc}") or 0
+        else:
+            newer = arch_family(older["arch"])
+            bound = newer[0] if newer else 0
+        return tuple(sorted(sm for sm in sm_table() if sm < bound))
     name = normalize_gpu_name(text).removeprefix("nvidia").removesuffix("lovelace").removesuffix("gpu")
     return tuple(sorted(sm for sm, spec in sm_table().items() if normalize_gpu_name(spec.arch) == name))
 

@@ -407,3 +407,25 @@ def test_a_compute_capability_in_parentheses_beside_a_name(text: str, expected: 
 def test_a_capability_in_parentheses_that_contradicts_the_name_is_refused() -> None:
     with pytest.raises(UsageError):
         resolve_gpu("Tesla K80 (CC 7.2)")
+
+
+@pytest.mark.parametrize("text, first, last", [
+    ("compute capability below 8.0", 30, 75), ("pre-Ampere", 30, 75), ("older than Hopper", 30, 89),
+    ("CC < 7.5", 30, 72), ("GPUs before Volta", 30, 62),
+])
+def test_gpus_older_than_a_capability_or_an_architecture_are_a_family(text, first, last):
+    """'compute capability below 8.0', 'pre-Ampere': every catalogued compute capability under the bound, swept."""
+    from attndoctor.gpus import arch_family
+
+    family = arch_family(text)
+    assert family[0] == first and family[-1] == last and all(sm < family[-1] + 1 for sm in family)
+
+
+def test_a_family_of_older_gpus_is_swept_by_explain(cli):
+    import json
+
+    code, out, err = cli("explain", "--hdim", "128", "--dtype", "fp16", "--gpu", "compute capability below 8.0 (per "
+                         "the maintainer)", "--backend", "flash-attn-2", "--format", "json")
+    assert code in (0, 1), err
+    verdict = json.loads(out)["results"][0]["verdicts"][0]
+    assert verdict["status"] == "unsupported" and "sm30 to sm75" in verdict["findings"][0]["message"]
