@@ -300,3 +300,12 @@ def test_clips_77_token_mask_against_a_batch_is_open_clips_batch_first_switch(cl
     _, out, _ = cli("why", "--no-here", "--format", "json",
                     "RuntimeError: The shape of the 2D attn_mask is torch.Size([64, 64]), but should be (32, 32).")
     assert (json.loads(out)["cause"] or {}).get("id") != "OPEN-CLIP-BATCH-FIRST-TEXT-MASK"
+
+
+def test_advice_in_a_clause_that_starts_with_make_sure_to_is_the_messages_own(cli):
+    """transformers: "..., for a more memory efficient implementation make sure to upgrade flash-attn library.": the
+    message says what to do mid-sentence."""
+    code, out, _ = cli("why", "--no-here", "--format", "json",
+                       "ValueError: The current flash attention version does not support sliding window attention, for "
+                       "a more memory efficient implementation make sure to upgrade flash-attn library.")
+    assert json.loads(out)["cause"]["fixes"][0] == "as the message says: make sure to upgrade flash-attn library."
