@@ -389,6 +389,9 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         spec = lookup_gpu(_REMARK.sub(" ", named if tail_sm else raw).strip())
         remark = [sm for sm in (parse_sm(r) or _sm_beside_arch(r) for r in _REMARK.findall(raw)) if sm is not None]
         remark += [tail_sm] if tail_sm else []
+        if len(set(remark)) > 1:
+            raise UsageError(f"GPU {raw[:60]!r} names several compute capabilities "
+                             f"({', '.join(f'sm{sm}' for sm in dict.fromkeys(remark))}); give one")
         if spec is not None and remark and remark[0] != spec.sm:
             raise UsageError(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
         if spec is not None:

@@ -407,6 +407,8 @@ def test_a_compute_capability_in_parentheses_beside_a_name(text: str, expected: 
 def test_a_capability_in_parentheses_that_contradicts_the_name_is_refused() -> None:
     with pytest.raises(UsageError):
         resolve_gpu("Tesla K80 (CC 7.2)")
+    with pytest.raises(UsageError, match="give one"):
+        resolve_gpu("Board (CC 7.2) (CC 8.0)")
 
 
 @pytest.mark.parametrize("text, first, last", [
