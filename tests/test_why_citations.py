@@ -10,6 +10,12 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("TORCH-OP-SCHEMA-ARGUMENT-COUNT", "pytorch/pytorch torch/csrc/jit/python/pybind_utils.h@wheel:torch-2.13.0:995, "
+     "flash-attn 2.7.0's op called with 2.6's arguments",
+     "RuntimeError: flash_attn::_flash_attn_forward() is missing value for argument 'window_size_left'. Declaration: "
+     "flash_attn::_flash_attn_forward(Tensor q, Tensor k, Tensor v, float dropout_p, float softmax_scale, bool causal, "
+     "SymInt window_size_left, SymInt window_size_right, float softcap, Tensor? alibi_slopes, bool return_softmax)",
+     {"op": "flash_attn::_flash_attn_forward", "argument": "window_size_left"}),
     ("OPEN-CLIP-BATCH-FIRST-TEXT-MASK", "lllyasviel/ControlNet#708 (open-clip-torch 2.26.1)",
      "RuntimeError: The shape of the 2D attn_mask is torch.Size([77, 77]), but should be (4, 4)", {"batch": "4"}),
     ("MEM-EFF-KERNEL-NOT-BUILT-FOR-ARCH",

@@ -309,3 +309,10 @@ def test_advice_in_a_clause_that_starts_with_make_sure_to_is_the_messages_own(cl
                        "ValueError: The current flash attention version does not support sliding window attention, for "
                        "a more memory efficient implementation make sure to upgrade flash-attn library.")
     assert json.loads(out)["cause"]["fixes"][0] == "as the message says: make sure to upgrade flash-attn library."
+
+
+def test_s_aux_is_the_attention_sinks_argument(cli):
+    """transformers passes attention-sink logits as s_aux; a kernel that does not take it refuses the sinks."""
+    _, out, _ = cli("why", "--no-here", "--format", "json",
+                    "TypeError: flash_attn_varlen_func() got an unexpected keyword argument 's_aux'")
+    assert "sinks" in json.loads(out)["cause"]["topics"]

@@ -173,3 +173,10 @@ def test_transformer_engines_disabling_story_leaves_the_cause_to_its_own_check(c
     cause = doc["cause"]
     assert cause["id"].startswith("TRANSFORMER-ENGINE-") and cause["topics"][0] == "head-dim"
     assert "te-flash" in cause["backends"] and cause["fixes"][0].startswith("change the head dim")
+
+
+def test_the_folders_of_a_path_in_an_error_are_not_what_it_is_about(cli):
+    """'ComfyUI_windows_portable' in a path is not a sliding window."""
+    code, doc = ask(cli, "The procedure entry point could not be located in the dynamic link library "
+                         "Z:\\AI\\ComfyUI_windows_portable\\python_embeded\\Lib\\site-packages\\xformers\\_C.pyd")
+    assert doc["cause"] is None or "window" not in doc["cause"]["topics"]

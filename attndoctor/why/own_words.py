@@ -28,6 +28,8 @@ _COMPLAINT = re.compile(r"\b(?:not (?:found|installed|available|compatible|suppo
 _ATTENTION_WORD = re.compile(r"attn|attention|flash|sdpa|xformers|sage|fmha|cudnn", re.I)
 _LOGGED = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[A-Za-z_][\w.]*:\s+)?")
 """A logger's prefix before the message (llama_new_context_with_model: ..., [rank0] x: ...)."""
+_PATH = re.compile(r"\S*[\\/]\S*")
+"""A file path in a message: its folder names (ComfyUI_windows_portable) are not what the message is about."""
 SHORT = 2
 """A text of at most this many lines is the message itself, whatever its first word."""
 MIN_CHARS = 12
@@ -187,7 +189,8 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         fixes = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
                  f"it imports, or choose another attention in the program than the one that calls {called}",)
     else:
-        topics = tuple(dict.fromkeys(t for t in (*text_topics(message), *shape_topics(message)) if t != "other"))
+        topics = tuple(dict.fromkeys(t for t in (*text_topics(_PATH.sub(" ", message)), *shape_topics(message))
+                                     if t != "other"))
         advice = own_advice(reading.lines, number)
         if not topics and advice and UNSUPPORTED.search(message):
             topics, fixes = ("other",), advice
