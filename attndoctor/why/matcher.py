@@ -200,7 +200,8 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
                 found.setdefault(finding.id, (finding, verdict))
     links = _links(reading, rules)
     own = {v.backend.id: frozenset(r for r in v.backend.requires if r != "torch") for v in result.all_verdicts}
-    out = _rule_candidates(reading, rules, found, similarity, windows, links, own)
+    dispatched = frozenset(b for selection in result.selected for b in selection.order)
+    out = _rule_candidates(reading, rules, found, similarity, windows, links, own, dispatched)
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
     fallback = _given_backends(given, result)
@@ -265,9 +266,10 @@ def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, 
 
 def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tuple[Any, Any]],
                      similarity: Similarity, windows: Sequence[set[str]],
-                     links: Mapping[str, tuple[str, ...]], own: Mapping[str, frozenset[str]]) -> list[Candidate]:
+                     links: Mapping[str, tuple[str, ...]], own: Mapping[str, frozenset[str]],
+                     dispatched: frozenset[str]) -> list[Candidate]:
     """The rules and advisories the text points at: by a message they explain, their symptom's words, or a bare
-    failure of their backend that their refusal explains; scored with what the facts say of them."""
+    failure of their backend that their refusal explains (`dispatched`: the backends a framework selects among)."""
     linked: dict[str, list[int]] = {}
     specifics: dict[str, set[str]] = {}
     for hit in reading.hits:
@@ -284,7 +286,7 @@ def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tup
                              and (pair[0].blocking or pair[0].advisory))
         refused = sorted({hit for b in rule.backends for hit in bare.get(b, ())}) if (
             pair and pair[0].applies is True and pair[0].blocking and not rule.advisory
-            and not _passed_over(rule)) else []
+            and not _passed_over(rule, dispatched)) else []
         if rule.id not in linked and sim < CONSIDER_AT and not blocking_here and not refused:
             continue
         out.append(_rule_candidate(rule, sim, pair, sorted(set(linked.get(rule.id, ()))), refused,
@@ -525,10 +527,9 @@ def _bare_failures(reading: Any, rules: Mapping[str, Any]) -> dict[str, list[tup
     return out
 
 
-def _passed_over(rule: Any) -> bool:
-    """A refusal at a framework's dispatch (SDPA's, TransformerEngine's) falls back before the kernel runs, so it
-    cannot explain a failure inside that kernel ("cudnnFinalize Failed" under sdpa-cudnn)."""
-    return rule.surfaces == "dispatch" and all(b.startswith(("sdpa-", "te-")) for b in rule.backends)
+def _passed_over(rule: Any, dispatched: frozenset[str]) -> bool:
+    """A refusal at SDPA's or TE's dispatch falls back before the kernel runs: no failure inside that kernel is it."""
+    return rule.surfaces == "dispatch" and all(b in dispatched for b in rule.backends)
 
 
 def _curated_lines(reading: Any) -> set[int]:
