@@ -6,6 +6,8 @@
 #     bundled `verify` ($VARGS), then the bundled `verify --stress` with --jobs $JOBS, again with that run's compile
 #     cache warm, then with --jobs 1 in what is left of $BUDGET seconds (or $STRESS_J1: that run's record from an
 #     earlier call); $RECORDED: a recorded stress run to compare
+#   PART=grid: this tree alone, the medium grid of benchmarks/verify_grid.py (160 configs) with $VARGS, `--jobs 1`
+#     against `--jobs $JOBS`, each in a cold compile cache
 # Each run records its observations; benchmarks/speed_compare.py says whether every outcome is the same.
 # Wheels in .whl/ (cudnn-frontend) go to /tmp/site first. Results go to $OUT; a short table is printed last.
 set -u
@@ -39,6 +41,14 @@ if [ "$PART" = stress ]; then
   one stress_before "$BEFORE_PATH" 280 verify --stress --seed 7 --format json --record "$OUT/stress_before.jsonl"
   one stress_after "$AFTER_PATH" 280 verify --stress --seed 7 --format json --record "$OUT/stress_after.jsonl"
   python3 benchmarks/speed_compare.py "$OUT/stress_before.jsonl" "$OUT/stress_after.jsonl" | tee -a "$OUT/table.txt"
+elif [ "$PART" = grid ]; then
+  J=${JOBS:-8}
+  python3 benchmarks/verify_grid.py "$OUT/grid.jsonl" --size medium >> "$OUT/table.txt"
+  one grid_j$J "$AFTER_PATH" 200 verify --config-file "$OUT/grid.jsonl" --seed 7 $VARGS --jobs "$J" --format json \
+    --record "$OUT/grid_j$J.jsonl"
+  one grid_j1 "$AFTER_PATH" 280 verify --config-file "$OUT/grid.jsonl" --seed 7 $VARGS --jobs 1 --format json \
+    --record "$OUT/grid_j1.jsonl"
+  python3 benchmarks/speed_compare.py "$OUT/grid_j1.jsonl" "$OUT/grid_j$J.jsonl" | tee -a "$OUT/table.txt"
 elif [ "$PART" = jobs ]; then
   J=${JOBS:-8}
   one verify_j1 "$AFTER_PATH" 120 verify --seed 7 $VARGS --jobs 1 --format json --record "$OUT/verify_j1.jsonl"

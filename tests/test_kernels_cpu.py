@@ -20,7 +20,7 @@ import torch.nn.functional as F  # noqa: E402
 from attndoctor.config import make_config  # noqa: E402
 from attndoctor_kernels import data  # noqa: E402
 from attndoctor_kernels.runners import builtin_runners  # noqa: E402
-from attndoctor_kernels.runners.base import Call, KernelRunner  # noqa: E402
+from attndoctor_kernels.runners.base import Call, KernelRunner, NotExpressible  # noqa: E402
 from attndoctor_kernels.runners.flash import FlashAttnRunner  # noqa: E402
 from attndoctor_kernels.runners.sdpa import SdpaRunner  # noqa: E402
 from attndoctor_kernels.runners.te import TeRunner  # noqa: E402
@@ -185,6 +185,18 @@ def test_sdpa_refusal_and_inexpressible():
     assert refused.outcome == "rejected" and refused.expressible and refused.phase == "forward"
     softcap = run(SdpaRunner("sdpa-math"), cfg(softcap=30.0))
     assert softcap.outcome == "rejected" and softcap.expressible is False and "softcap" in softcap.error
+
+
+def test_nested_bottom_right_causal_is_is_causal_for_flash_only():
+    """On jagged tensors is_causal is the only mask; flash aligns it to the bottom right, the others to the top left."""
+    config = cfg(layout="thd", kv_heads=4, mask="causal-bottom-right", seqlen_q=40, seqlen_kv=48)
+    spec = case_spec(config)
+    for backend in ("sdpa-efficient", "sdpa-cudnn", "sdpa-math"):
+        with pytest.raises(NotExpressible, match="top-left outside the flash kernel"):
+            SdpaRunner(backend).check(spec, "cpu")
+    SdpaRunner("sdpa-flash").check(spec, "cpu")
+    with pytest.raises(NotExpressible, match="no attn_mask"):
+        SdpaRunner("sdpa-flash").check(case_spec(cfg(layout="thd", kv_heads=4, mask="arbitrary")), "cpu")
 
 
 def test_skipped_for_what_the_runners_do_not_build():

@@ -3,7 +3,8 @@
 Masks go the way users pass them: `is_causal` for top-left causal, `causal_lower_right` for bottom-right, a key
 padding mask (B, 1, 1, Skv) for padding, and an explicit boolean (or, with a bias, additive float) `attn_mask`
 for everything else (sliding windows included: SDPA has no window argument). thd runs through nested (jagged)
-tensors, as SDPA takes packed sequences. The reason SDPA refuses a backend comes as warnings, which the probe
+tensors, as SDPA takes packed sequences; there is_causal is the only mask, and the flash kernel aligns it to the
+bottom right (so it stands for a bottom-right causal mask there). The reason SDPA refuses a backend comes as warnings, which the probe
 records (a fresh catch_warnings with simplefilter("always"), since SDPA warns once per call site).
 """
 
@@ -66,8 +67,8 @@ class SdpaRunner(KernelRunner):
             if spec.arbitrary or spec.has_window or spec.bias != "none":
                 raise NotExpressible("SDPA on nested (jagged) tensors takes no attn_mask, so no window, arbitrary "
                                      "mask or bias")
-            if spec.causal == "bottom-right" and spec.lens_q != spec.lens_kv:
-                raise NotExpressible("SDPA on nested tensors has only is_causal (top-left)")
+            if spec.causal == "bottom-right" and spec.lens_q != spec.lens_kv and self.backend != "sdpa-flash":
+                raise NotExpressible("SDPA on nested tensors has only is_causal, top-left outside the flash kernel")
 
     def prepare(self, case: Any, layout: Any) -> Call:
         spec: CaseSpec = case.spec
