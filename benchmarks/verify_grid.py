@@ -2,8 +2,8 @@
 
 One worker runs every probe of the grid (one case cache: train and infer of a shape share data and reference), so
 a grid of a few hundred configs takes seconds per hundred probes on an H100. Usage:
-    python benchmarks/verify_grid.py grid.jsonl [--size small|medium|full]
-small takes every 18th combination (90 configs), medium every 17th (160), full all of them.
+    python benchmarks/verify_grid.py grid.jsonl [--size small|medium|large|full]
+small takes every 18th combination (90 configs), medium every 17th (160), large every 4th (675), full all of them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import sys
 
 
-EVERY = {"small": 18, "medium": 17, "full": 1}
+EVERY = {"small": 18, "medium": 17, "large": 4, "full": 1}
 
 
 def grid(size: str = "small") -> list[dict]:
