@@ -47,6 +47,7 @@ def test_it_is_a_builtin_runner():
     dict(bias="post-scale", layout="bhsd"),
     dict(layout="thd", mask="padding-causal"),
     dict(layout="thd", mask="padding", bias="alibi", softcap=3.0),
+    dict(layout="thd", mask="arbitrary", seqlen_q=32, seqlen_kv=48),
     dict(hdim=24, hdim_v=8),
     dict(kv_heads=1),
     dict(dtype="bf16"),

@@ -153,7 +153,9 @@ def _mask_mod(case: Any, packed: bool) -> tuple[Any, bool]:
     if packed:
         def document_mask(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
             d = doc_q[q_idx]
-            return (doc_kv[kv_idx] == d) & allowed(d, q_idx - start_q[d], kv_idx - start_kv[d])
+            # a key's index within its own document, so that the arbitrary mask is read in range even for keys of
+            # another document, which the document test hides
+            return (doc_kv[kv_idx] == d) & allowed(d, q_idx - start_q[d], kv_idx - start_kv[doc_kv[kv_idx]])
         return document_mask, False
 
     def mask(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
