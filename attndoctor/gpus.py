@@ -23,7 +23,9 @@ _SM_TEXT = r"(?:sm|compute)[_\- ]?(\d{2,3})[af]?"
 _SM_FORM = re.compile(rf"^{_SM_TEXT}$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
-_COUNT = re.compile(r"^\s*\d+\s*[x×]\s+(?=\S)|(?<=\S)\s+[x×]\s*\d+\s*$", re.I)
+_COUNT = re.compile(r"^\s*\d+\s*[x×*]\s*(?=\S)|(?<=\S)(?:\s+[x×]|\s*\*)\s*\d+\s*$", re.I)
+_MEMORY_FIRST = re.compile(r"^\s*(?P<size>\d+)\s*(?:gib|gb?)\s+(?P<name>[a-z].*)$", re.I)
+"""Memory written before the name ("32G V100", "80GB A100"): the name with the size after it."""
 """How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
 _VGPU = re.compile(r"^\s*(?:nvidia\s+)?(?:grid\s+)?(?P<board>.+?)[-\s]\d{1,3}[abcq]\s*$", re.I)
 """A virtual GPU as nvidia-smi shows it inside a VM: the board and a profile of its memory and series ("NVIDIA
@@ -234,6 +236,8 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
     if not text or not isinstance(text, str):
         return None
     text = _COUNT.sub("", text)
+    first = _MEMORY_FIRST.match(text)
+    text = f"{first['name']} {first['size']}GB" if first else text
     key = normalize_gpu_name(text)
     if not key:
         return None
@@ -287,7 +291,7 @@ def parse_sm(text: str) -> int | None:
     form, as 90; None otherwise."""
     t = str(text).strip().lower()
     t = t[1:-1].strip() if t.startswith("(") and t.endswith(")") and t.count("(") == 1 else t
-    t = re.sub(r"^(?:cuda |compute )?capability\s*[:=]?\s*(?=sm)", "", t)
+    t = re.sub(r"^(?:cuda |compute )?capability\s*[:=]?\s*(?=sm)|^sm\s+(?=\d{1,2}\.\d$)", "", t)
     match = _SM_FORM.match(t)
     if match:
         sm = int(match.group(1))
@@ -341,8 +345,9 @@ def other_vendor(text: str) -> bool:
     return bool(_OTHER_VENDOR.search(str(text or ""))) and lookup_gpu(text) is None
 
 
-_SERIES = re.compile(r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line>rtx|gtx)\s*(?P<gen>\d{2})\s*(?:xx|[- ]?series|s)$", re.I)
-"""A product line named by its series ("RTX 50XX", "RTX 40 series", "GTX 10xx")."""
+_SERIES = re.compile(r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line>rtx|gtx)\s*(?P<gen>\d{2})\s*(?:xx|[- ]?series|s)$|"
+                     r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line2>rtx|gtx)\s*(?P<gen2>\d{2})00\s*[- ]?series$", re.I)
+"""A product line named by its series ("RTX 50XX", "RTX 40 series", "GTX 10xx", "RTX 4000 series")."""
 
 
 def series_sm(text: str) -> tuple[str, int] | None:
@@ -351,7 +356,7 @@ def series_sm(text: str) -> tuple[str, int] | None:
     found = _SERIES.match(str(text).strip())
     if not found:
         return None
-    line, gen = found["line"].lower(), found["gen"]
+    line, gen = (found["line"] or found["line2"]).lower(), found["gen"] or found["gen2"]
     model = re.compile(rf"^{line}{gen}(?!00)\d{{2}}")  # x000 are workstation cards (RTX 5000 Ada), not GeForce
     sms = {spec.sm for spec in gpu_catalogue() if model.match(normalize_gpu_name(spec.name))}
     return (f"{line.upper()} {gen} series", sms.pop()) if len(sms) == 1 else None
@@ -366,6 +371,30 @@ def contained_in_one_arch(text: str) -> tuple[str, int] | None:
     holders = sorted((spec for spec in gpu_catalogue() if key in normalize_gpu_name(spec.name)),
                      key=lambda spec: len(spec.name))
     return (holders[0].name, holders[0].sm) if holders and len({h.sm for h in holders}) == 1 else None
+
+
+def words_in_one_arch(text: str) -> tuple[str, int] | None:
+    """(name, sm) where the text names an architecture and every word of it is a word of catalogued names that all
+    share one compute capability ("NVIDIA Blackwell 6000 Pro" is in the RTX PRO 6000 Blackwell names): the shortest
+    of them. None without an architecture's name or a model number, or where the names differ ("RTX 6000
+    Workstation" could be an Ada card as well)."""
+    words = set(_WORD.findall(_NOISE_WORDS.sub(" ", str(text).lower())))
+    if not words & {a.lower() for a in ARCHES} or not any(w.isdigit() and len(w) >= 3 for w in words):
+        return None
+    holders = sorted((spec for spec in gpu_catalogue()
+                      if any(words <= set(_WORD.findall(alias.lower())) for alias in (spec.name, *spec.aliases))),
+                     key=lambda spec: len(spec.name))
+    return (holders[0].name, holders[0].sm) if holders and len({h.sm for h in holders}) == 1 else None
+
+
+def _remark_sm(remark: str) -> int | None:
+    """The capability a remark names, also when it names it twice ("(SM 10.3 / sm_103)"); None when its parts
+    disagree or one is not a capability."""
+    sm = parse_sm(remark) or _sm_beside_arch(remark)
+    if sm is not None:
+        return sm
+    parts = {parse_sm(p) or _sm_beside_arch(p) for p in _SEVERAL.split(remark.strip("() ")) if p.strip()}
+    return parts.pop() if len(parts) == 1 and None not in parts else None
 
 
 _REMARK = re.compile(r"\([^()]*\)")
@@ -387,7 +416,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         if spec is not None:
             return spec.name, spec.sm
         spec = lookup_gpu(_REMARK.sub(" ", named if tail_sm else raw).strip())
-        remark = [sm for sm in (parse_sm(r) or _sm_beside_arch(r) for r in _REMARK.findall(raw)) if sm is not None]
+        remark = [sm for sm in map(_remark_sm, _REMARK.findall(raw)) if sm is not None]
         remark += [tail_sm] if tail_sm else []
         if len(set(remark)) > 1:
             raise UsageError(f"GPU {raw[:60]!r} names several compute capabilities "
@@ -408,7 +437,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
             return f"sm{sm}", sm
-        short = series_sm(raw) or contained_in_one_arch(raw)
+        short = series_sm(raw) or contained_in_one_arch(raw) or words_in_one_arch(raw)
         if short is not None:
             return short
         family = arch_family(raw)

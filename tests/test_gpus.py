@@ -431,3 +431,25 @@ def test_a_family_of_older_gpus_is_swept_by_explain(cli):
     assert code in (0, 1), err
     verdict = json.loads(out)["results"][0]["verdicts"][0]
     assert verdict["status"] == "unsupported" and "sm30 to sm75" in verdict["findings"][0]["message"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("B300/GB300 (SM 10.3 / sm_103)", ("sm103", 103)),  # one capability written two ways in one remark
+    ("NVIDIA Blackwell 6000 Pro", ("RTX PRO 6000 Blackwell", 120)),  # the words of one architecture's names
+    ("RTX 4000 series", ("RTX 40 series", 89)), ("RTX 3000 series", ("RTX 30 series", 86)),
+    ("RTX 5000 series", ("RTX 50 series", 120)),
+    ("32G V100", ("V100", 70)), ("4*80G A100", ("A100 80GB", 80)), ("4×A40", ("A40", 86)),
+])
+def test_gpu_names_as_threads_write_them(text: str, expected: tuple[str, int]) -> None:
+    """Counts without spaces ('4×A40'), memory before the name ('32G V100'), a series in thousands, the words of a
+    name in another order, a capability written twice in one remark."""
+    assert resolve_gpu(text) == expected
+
+
+@pytest.mark.parametrize("text", ["RTX 5000s", "RTX 6000 Workstation", "RTX 5000 Laptop", "Ada Blackwell 6000",
+                                  "(SM 10.3 / sm_90)"])
+def test_gpu_names_that_stay_ambiguous(text: str) -> None:
+    """A series needs the word; descriptor words alone do not pick an architecture; words of several architectures'
+    names; two capabilities that disagree."""
+    with pytest.raises(UsageError):
+        resolve_gpu(text)
