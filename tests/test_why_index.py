@@ -81,6 +81,8 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert text_topics("operator wasn't built - see `python -m xformers.info`") == ("install-missing",)
     assert "install-arch" in text_topics("SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.")
     assert "install-arch" not in text_topics("FlashAttention is not available on this device")
+    # llama.cpp's ggml: the binary was built without this GPU's architecture
+    assert "install-arch" in text_topics("CUDA kernel flash_attn_ext_f16 has no device code compatible with CUDA arch 750.")
     # "{class_name} does not support Flash Attention {flash_attn_version} yet"
     flash = next(e for e in load_index() if e.id == "TRANSFORMERS-0EF22806E9D8")
     assert "version-mismatch" not in entry_topics(flash, base)

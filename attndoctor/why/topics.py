@@ -41,7 +41,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"determinis", "determinism"), (r"context parallel|sequence parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b|\bs_aux\b", "sinks"),
     (r"undefined symbol|\bABI\b|was compiled against|built for|install(?:ation)? (?:seems to be |is |looks )?broken|"
      r"broken install", "install-abi"),
-    (r"no kernel image|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
+    (r"no kernel image|no device code|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
      r"available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
      r"how to install|\bassert\s+(?:\w+\.)*(?:is_\w+_available\(\)|\w*_AVAILABLE)\b|"
