@@ -4,7 +4,8 @@ One worker runs every probe of the grid (one case cache: train and infer of a sh
 a grid of a few hundred configs takes seconds per hundred probes on an H100. Usage:
     python benchmarks/verify_grid.py grid.jsonl [--size small|medium|large|full]
 small takes every 18th combination (90 configs), medium every 17th (160), large every 4th (810), full all of them;
-features is another grid: windows, biases, decode and 64-mod-128 lengths, head dim 512 (every 8th: 540 configs).
+features is another grid: windows, biases, decode and 64-mod-128 lengths, head dim 512 (every 8th: 540 configs);
+flex the same with softcaps and fp32 for FlexAttention (every 89th: 146 configs).
 """
 
 from __future__ import annotations
@@ -37,28 +38,31 @@ def grid(size: str = "small") -> list[dict]:
     return out
 
 
-def features() -> list[dict]:
-    """Windows, ALiBi and post-scale biases, decode (1 query), lengths of 64 mod 128 and head dim 512 on bshd."""
+def features(flex: bool = False) -> list[dict]:
+    """Windows, ALiBi and post-scale biases, decode (1 query), lengths of 64 mod 128 and head dim 512 on bshd; for
+    FlexAttention (`flex`) softcaps and fp32 too, every 89th."""
     out = []
     masks = ["none", "causal", "causal-bottom-right", "padding", "arbitrary"]
     windows = [[-1, -1], [64, 0], [32, 32]]
     biases = ["none", "alibi", "post-scale"]
     dims = [64, 128, 256, 512]
     seqs = [(1, 300), (192, 192), (1024, 1024)]
-    for i, (mask, window, bias, d, (sq, sk), dtype, train, (h, hk)) in enumerate(itertools.product(
-            masks, windows, biases, dims, seqs, ("bf16", "fp16"), (True, False), ((8, 8), (8, 2)))):
-        if i % 8:
+    caps = (0.0, 30.0) if flex else (0.0,)
+    dtypes = ("bf16", "fp16", "fp32") if flex else ("bf16", "fp16")
+    for i, (mask, window, bias, d, (sq, sk), dtype, train, (h, hk), cap) in enumerate(itertools.product(
+            masks, windows, biases, dims, seqs, dtypes, (True, False), ((8, 8), (8, 2)), caps)):
+        if i % (89 if flex else 8):
             continue
         out.append({"batch": 2, "heads": h, "kv_heads": hk, "hdim": d, "hdim_v": d, "seqlen_q": sq, "seqlen_kv": sk,
-                    "dtype": dtype, "mask": mask, "window": window, "bias": bias, "layout": "bshd", "train": train,
-                    "name": f"f{i}"})
+                    "dtype": dtype, "mask": mask, "window": window, "bias": bias, "softcap": cap, "layout": "bshd",
+                    "train": train, "name": f"f{i}"})
     return out
 
 
 if __name__ == "__main__":
     path = sys.argv[1] if len(sys.argv) > 1 else "grid.jsonl"
     size = sys.argv[sys.argv.index("--size") + 1] if "--size" in sys.argv else "small"
-    rows = features() if size == "features" else grid(size)
+    rows = features(size == "flex") if size in ("features", "flex") else grid(size)
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
