@@ -101,6 +101,14 @@ REAL_TEXTS = [
      "NotImplementedError: The head dim must be <= 128 and a mutiple of 8, but got 256.", {"hdim": "256"}),
     ("JAX-CUDNN-FLASH-HEAD-DIM", "keras-team/keras#21333 (jax 0.7 spelling)",
      "The head dim must be <= 128 and a multiple of 8, but got 256.", {"hdim": "256", "limit": "128"}),
+    ("NVCC-BUILD-COMPILE-ERROR", "Dao-AILab/flash-attention#343 (nvcc 11.6)",
+     "$SRC_DIR/third_party/flash-attention/csrc/flash_attn/src/flash_fwd_launch_template.h(68): error: expression must "
+     "have a constant value", {"package": "flash_attn"}),
+    ("NVCC-BUILD-COMPILE-ERROR", "Dao-AILab/flash-attention#21 (gcc 7.5)",
+     "/mnt/ceph/users/dberenberg/gustaf_stuff/repos/flash-attention/csrc/flash_attn/src/fmha_fprop_fp16_kernel.sm80.cu:62"
+     ":385: internal compiler error: in maybe_undo_parenthesized_ref, at cp/semantics.c:1740", {"package": "flash_attn"}),
+    ("NVCC-BUILD-COMPILE-ERROR", "thu-ml/SageAttention#246",
+     '92 errors detected in the compilation of "csrc/qattn/qk_int_sv_f16_cuda_sm80.cu".', {}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",

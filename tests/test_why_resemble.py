@@ -105,6 +105,20 @@ def test_nvcc_without_the_compress_mode_option_is_an_old_toolkit(cli):
     assert code == 0 and cause["id"] == "NVCC-UNKNOWN-COMPRESS-MODE" and "version-mismatch" in cause["topics"]
 
 
+def test_a_compiler_error_in_an_attention_librarys_sources_is_a_toolkit_mismatch(cli):
+    """nvcc's 'file(line): error:' inside flash_attn's sources names flash-attn; nvcc's summary line names no package."""
+    text = ("/tmp/flash-attention/csrc/flash_attn/src/flash_fwd_launch_template.h(68): error: expression must have a "
+            "constant value\nNote #2767-D: the value of *this cannot be used as a constant")
+    code, out, _ = cli("why", "--no-here", "--format", "json", text)
+    cause = json.loads(out)["cause"]
+    assert cause["id"] == "NVCC-BUILD-COMPILE-ERROR" and cause["backends"] == ["flash-attn-2"]
+    assert cause["topics"] == ["version-mismatch"] and "prebuilt wheel" in cause["fixes"][0]
+    _, out, _ = cli("why", "--no-here", "--format", "json", '3 errors detected in the compilation of "csrc/x.cu".')
+    assert json.loads(out)["cause"]["id"] == "NVCC-BUILD-COMPILE-ERROR"
+    _, out, _ = cli("why", "--no-here", "--format", "json", "/home/me/app/kernels/foo.cu(12): error: bad")
+    assert (json.loads(out).get("cause") or {}).get("id") != "NVCC-BUILD-COMPILE-ERROR"  # not an attention library
+
+
 def test_triton_without_libcuda_and_a_fused_op_on_the_cpu_name_their_kind(cli):
     cases = {
         "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nAssertionError: libcuda.so cannot found!":
