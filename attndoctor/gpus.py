@@ -5,7 +5,7 @@ import difflib
 import functools
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from ._toml import load_toml_file, loads_toml
 from .errors import UsageError
@@ -24,9 +24,9 @@ _SM_FORM = re.compile(rf"^{_SM_TEXT}$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
 _COUNT = re.compile(r"^\s*\d+\s*[x×*]\s*(?=\S)|(?<=\S)(?:\s+[x×]|\s*\*)\s*\d+\s*$", re.I)
+"""How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
 _MEMORY_FIRST = re.compile(r"^\s*(?P<size>\d+)\s*(?:gib|gb?)\s+(?P<name>[a-z].*)$", re.I)
 """Memory written before the name ("32G V100", "80GB A100"): the name with the size after it."""
-"""How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
 _VGPU = re.compile(r"^\s*(?:nvidia\s+)?(?:grid\s+)?(?P<board>.+?)[-\s]\d{1,3}[abcq]\s*$", re.I)
 """A virtual GPU as nvidia-smi shows it inside a VM: the board and a profile of its memory and series ("NVIDIA
 L40S-48Q", "GRID A100-40C"; docs.nvidia.com/vgpu, Virtual GPU Types: <board>-<GB><A|B|C|Q>)."""
@@ -345,8 +345,8 @@ def other_vendor(text: str) -> bool:
     return bool(_OTHER_VENDOR.search(str(text or ""))) and lookup_gpu(text) is None
 
 
-_SERIES = re.compile(r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line>rtx|gtx)\s*(?P<gen>\d{2})\s*(?:xx|[- ]?series|s)$|"
-                     r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line2>rtx|gtx)\s*(?P<gen2>\d{2})00\s*[- ]?series$", re.I)
+_SERIES = re.compile(r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line>rtx|gtx)\s*(?P<gen>\d{2})"
+                     r"(?:\s*(?:xx|[- ]?series|s)|00\s*[- ]?series)$", re.I)
 """A product line named by its series ("RTX 50XX", "RTX 40 series", "GTX 10xx", "RTX 4000 series")."""
 
 
@@ -356,7 +356,7 @@ def series_sm(text: str) -> tuple[str, int] | None:
     found = _SERIES.match(str(text).strip())
     if not found:
         return None
-    line, gen = (found["line"] or found["line2"]).lower(), found["gen"] or found["gen2"]
+    line, gen = found["line"].lower(), found["gen"]
     model = re.compile(rf"^{line}{gen}(?!00)\d{{2}}")  # x000 are workstation cards (RTX 5000 Ada), not GeForce
     sms = {spec.sm for spec in gpu_catalogue() if model.match(normalize_gpu_name(spec.name))}
     return (f"{line.upper()} {gen} series", sms.pop()) if len(sms) == 1 else None
@@ -368,9 +368,7 @@ def contained_in_one_arch(text: str) -> tuple[str, int] | None:
     key = normalize_gpu_name(text)
     if len(key) < 5 or not re.search(r"\d", key) or not re.search(r"[a-z]", key):
         return None
-    holders = sorted((spec for spec in gpu_catalogue() if key in normalize_gpu_name(spec.name)),
-                     key=lambda spec: len(spec.name))
-    return (holders[0].name, holders[0].sm) if holders and len({h.sm for h in holders}) == 1 else None
+    return _one_arch(spec for spec in gpu_catalogue() if key in normalize_gpu_name(spec.name))
 
 
 def words_in_one_arch(text: str) -> tuple[str, int] | None:
@@ -381,10 +379,14 @@ def words_in_one_arch(text: str) -> tuple[str, int] | None:
     words = set(_WORD.findall(_NOISE_WORDS.sub(" ", str(text).lower())))
     if not words & {a.lower() for a in ARCHES} or not any(w.isdigit() and len(w) >= 3 for w in words):
         return None
-    holders = sorted((spec for spec in gpu_catalogue()
-                      if any(words <= set(_WORD.findall(alias.lower())) for alias in (spec.name, *spec.aliases))),
-                     key=lambda spec: len(spec.name))
-    return (holders[0].name, holders[0].sm) if holders and len({h.sm for h in holders}) == 1 else None
+    return _one_arch(spec for spec in gpu_catalogue()
+                     if any(words <= set(_WORD.findall(alias.lower())) for alias in (spec.name, *spec.aliases)))
+
+
+def _one_arch(holders: Iterable[GpuSpec]) -> tuple[str, int] | None:
+    """(the shortest name, sm) of GPUs that share one compute capability; None for none, or for several."""
+    found = sorted(holders, key=lambda spec: len(spec.name))
+    return (found[0].name, found[0].sm) if found and len({h.sm for h in found}) == 1 else None
 
 
 def _remark_sm(remark: str) -> int | None:
