@@ -17,17 +17,5 @@ echo "grid exit $?"
   --seed 7 --backend sdpa-cudnn --backend sdpa-efficient --jobs 4 --format json --record "$OUT/bwd.jsonl" \
   > "$OUT/bwd.json" 2>> "$OUT/stderr.txt")
 echo "bwd exit $?"
-python3 - "$OUT" <<'PY'
-import collections, json, sys
-out = sys.argv[1]
-for name in ("grid.jsonl.rec", "bwd.jsonl"):
-    rows = [json.loads(l) for l in open(f"{out}/{name}") if l.strip()]
-    agree = collections.Counter(r["agreement"] for r in rows)
-    print(name, len(rows), dict(agree))
-    for r in rows:
-        if r["agreement"] == "contradicted" or name == "bwd.jsonl":
-            c = r["config"]
-            print(f"  {r['backend']:15} {r['predicted']:12} {r['outcome']:14} {c['layout']} {c['mask']:20} h{c['heads']}/{c['kv_heads']}"
-                  f" d{c['hdim']}/{c['hdim_v']} {c['seqlen_q']}/{c['seqlen_kv']} {c['dtype']} {'train' if c['train'] else 'infer'}"
-                  f" {str(r.get('error') or '')[:70]}")
-PY
+python3 benchmarks/grid_report.py "$OUT/grid.jsonl.rec"
+python3 benchmarks/grid_report.py "$OUT/bwd.jsonl" --all

@@ -2,7 +2,7 @@
 
 One worker runs every probe of the grid (one case cache: train and infer of a shape share data and reference), so
 a grid of a few hundred configs takes seconds per hundred probes on an H100. Usage:
-    python benchmarks/verify_grid.py grid.jsonl [--size small|medium|large|full]
+    python benchmarks/verify_grid.py grid.jsonl [--size small|medium|large|full|features|flex]
 small takes every 18th combination (90 configs), medium every 17th (160), large every 4th (810), full all of them;
 features is another grid: windows, biases, decode and 64-mod-128 lengths, head dim 512 (every 8th: 540 configs);
 flex the same with softcaps and fp32 for FlexAttention (every 89th: 146 configs).
