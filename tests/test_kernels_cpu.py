@@ -341,14 +341,24 @@ def test_flash_attn_refusal_is_rejected_with_its_words(fake_flash):
     assert result.outcome == "rejected" and "Ampere" in result.error
 
 
-def test_flash_attn_cannot_express_masks_or_top_left_cross_causal(fake_flash, monkeypatch):
+def test_flash_attn_cannot_express_masks(fake_flash, monkeypatch):
     fake_flash()
     monkeypatch.setitem(sys.modules, "flash_attn_interface", _fake_flash([]))
     arb = run(FlashAttnRunner("flash-attn-2"), cfg(mask="arbitrary"))
     assert arb.outcome == "rejected" and arb.expressible is False
-    tl = run(FlashAttnRunner("flash-attn-2"), cfg(mask="causal", seqlen_q=32, seqlen_kv=48))
-    assert tl.outcome == "rejected" and "bottom right" in tl.error
     assert run(FlashAttnRunner("flash-attn-3"), cfg(dropout=0.1)).expressible is False
+
+
+def test_flash_attn_top_left_cross_causal_runs_as_users_call_it_and_differs(fake_flash):
+    """A top-left causal mask with seqlen_q != seqlen_kv is what `causal=True` is taken for: the call runs, aligned to
+    the bottom right, and its output is judged against the top-left reference (a silent difference, not a refusal)."""
+    calls = fake_flash()
+    tl = run(FlashAttnRunner("flash-attn-2"), cfg(mask="causal", seqlen_q=32, seqlen_kv=48))
+    assert tl.outcome == "wrong-results" and tl.expressible is not False, tl.error
+    assert calls[0][1]["causal"] is True
+    assert run(FlashAttnRunner("flash-attn-2"), cfg(mask="causal-bottom-right", seqlen_q=32, seqlen_kv=48)).outcome == "ok"
+    windowed = run(FlashAttnRunner("flash-attn-2"), cfg(mask="causal", window="8,0", seqlen_q=32, seqlen_kv=48))
+    assert windowed.outcome == "wrong-results", windowed.error
 
 
 def test_flash_attn_missing_is_not_installed(monkeypatch):
