@@ -198,6 +198,46 @@ def sm_spec(sm: int | None) -> SmSpec | None:
     return sm_table().get(sm) if isinstance(sm, int) else None
 
 
+_INSTANCE_KEYS = frozenset(("pattern", "gpu", "source"))
+_CLOUD_PREFIX = re.compile(r"^(?:(?:aws|ec2|amazon|azure)\s+)*(?:standard_)?", re.I)
+
+
+def parse_instances(entries: object, names: set[str], *, where: str = "gpus.toml") -> tuple[tuple[re.Pattern, str], ...]:
+    """The [[instance]] tables as (compiled pattern, GPU name); raises ValueError naming a malformed one."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: expected [[instance]] tables")
+    out = []
+    for i, entry in enumerate(entries):
+        label = f"{where}: instance[{i}]"
+        _check_table(entry, _INSTANCE_KEYS, label)
+        if entry.get("gpu") not in names:
+            raise ValueError(f"{label}: gpu: {entry.get('gpu')!r} is not a [[gpu]] name")
+        if not str(entry.get("source", "")).startswith("https://"):
+            raise ValueError(f"{label}: source: expected the https address of the table that names the GPU")
+        try:
+            out.append((re.compile(str(entry.get("pattern")), re.I), entry["gpu"]))
+        except re.error as exc:
+            raise ValueError(f"{label}: pattern: {exc}") from None
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _instances() -> tuple[tuple[re.Pattern, str], ...]:
+    _, data = load_toml_file(CATALOGUE)
+    return parse_instances(data.get("instance"), {spec.name for spec in gpu_catalogue()})
+
+
+def instance_gpu(text: str) -> GpuSpec | None:
+    """The GPU of a cloud instance type ("ec2 g6.4xlarge" → L4), or None for a type the tables do not list."""
+    key = _CLOUD_PREFIX.sub("", str(text).strip().lower()).strip()
+    for pattern, name in _instances():
+        if pattern.fullmatch(key):
+            return next(spec for spec in gpu_catalogue() if spec.name == name)
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _index() -> tuple[dict[str, GpuSpec], tuple[tuple[str, GpuSpec], ...]]:
     exact: dict[str, GpuSpec] = {}
@@ -414,7 +454,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         # nvidia-smi --query-gpu=name,compute_cap prints "NVIDIA H100 80GB HBM3, 9.0": the capability is a remark too
         named, _, tail = raw.rpartition(",")
         tail_sm = parse_sm(tail) if named.strip() else None
-        spec = None if tail_sm else lookup_gpu(raw)
+        spec = None if tail_sm else lookup_gpu(raw) or instance_gpu(raw)
         if spec is not None:
             return spec.name, spec.sm
         spec = lookup_gpu(_REMARK.sub(" ", named if tail_sm else raw).strip())

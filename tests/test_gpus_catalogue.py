@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from attndoctor.runs.bench import gpu_facts
+from attndoctor.errors import UsageError
 from attndoctor.gpus import gpu_catalogue, lookup_gpu, nearest_gpu_names, resolve_gpu, sm_spec, sm_table
 
 
@@ -192,3 +193,42 @@ def test_the_driver_name_lister_reads_the_readme_table(tmp_path, capsys) -> None
     assert module.driver_names(readme.read_text()) == ["Tesla T4", "NVIDIA GeForce RTX 4090 D", "NVIDIA CMP 30HX"]
     assert module.main([str(readme)]) == 0
     assert capsys.readouterr().out.splitlines() == ["NVIDIA CMP 30HX"]
+
+
+@pytest.mark.parametrize("text,name", [
+    ("ec2 g6.4xlarge", "L4"),
+    ("g6.48xlarge", "L4"),
+    ("AWS p5.48xlarge", "H100 SXM"),
+    ("p4d.24xlarge", "A100 40GB"),
+    ("p3dn.24xlarge", "V100"),
+    ("p3.2xlarge", "V100"),
+    ("g5.2xlarge", "A10G"),
+    ("g4dn.xlarge", "T4"),
+    ("g4dn.metal", "T4"),
+    ("Standard_NC24ads_A100_v4", "A100 80GB PCIe"),
+    ("Standard_ND96amsr_A100_v4", "A100 80GB"),
+    ("Standard_ND96asr_v4", "A100 40GB"),
+    ("Standard_ND96isr_H100_v5", "H100 SXM"),
+    ("Standard_NC4as_T4_v3", "T4"),
+    ("Standard_NC6s_v3", "V100"),
+    ("ND40rs_v2", "V100"),
+    ("T4 (AWS g4dn.xlarge)", "T4"),
+])
+def test_cloud_instance_types_name_their_gpu(text: str, name: str) -> None:
+    assert resolve_gpu(text)[0] == name
+
+
+@pytest.mark.parametrize("text", ["g4ad.xlarge", "p9.48xlarge", "g5g.xlarge", "Standard_NV12s_v3", "c5.xlarge"])
+def test_instance_types_the_tables_do_not_list_stay_unknown(text: str) -> None:
+    with pytest.raises(UsageError):
+        resolve_gpu(text)
+
+
+def test_a_bad_instance_table_is_named() -> None:
+    from attndoctor.gpus import parse_instances
+
+    with pytest.raises(ValueError, match=r"instance\[0\]: gpu"):
+        parse_instances([{"pattern": "x", "gpu": "Z999", "source": "https://example.org"}], {"T4"})
+    with pytest.raises(ValueError, match=r"instance\[0\]: pattern"):
+        parse_instances([{"pattern": "(", "gpu": "T4", "source": "https://example.org"}], {"T4"})
+    assert parse_instances([{"pattern": "g4dn\\.xlarge", "gpu": "T4", "source": "https://example.org"}], {"T4"})
