@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repository root: flash-attn 4 (a pure-Python wheel) with its CuTe-DSL libraries, which
-# are larger than one call may carry: .fa4a/ holds the small wheels and the first part of the CUDA 13 libraries
-# (an xz tarball of the unpacked nvidia-cutlass-dsl-libs-cu13 wheel, split), .fa4b/ the rest; a first call copies
-# .fa4a/ to /tmp/keep on the warm machine (carried paths not named again are removed). Then grids of benchmarks/verify_grid.py ($GRIDS, default "medium features") through
-# `verify --backend flash-attn-4 --jobs 8`, records gzipped under $OUT, contradictions printed last.
+# are larger than one call may carry. The CUDA 13 libraries (the unpacked nvidia-cutlass-dsl-libs-cu13 wheel as an xz
+# tarball, split into libs.part.aa, .ab, .ac) and the small wheels travel in .fa4a/, .fa4b/ and .fa4c/, one per call;
+# each call before the last runs `mkdir -p /tmp/keep && cp .fa4?/* /tmp/keep/` (a carried path not named again is
+# removed there, /tmp stays while the machine is warm). Then grids of benchmarks/verify_grid.py ($GRIDS, default
+# "medium features"; "" for none) through `verify --backend flash-attn-4 --jobs 8`, and with STRESS=1 `verify --stress`
+# over the bundled shapes; records gzipped under $OUT, contradictions printed last.
 set -u
 . benchmarks/device_env.sh
 OUT=$(cd "$OUT" && pwd)
 T0=$(ms)
-A=.fa4a; [ -d "$A" ] || A=/tmp/keep/.fa4a; [ -d "$A" ] || A=build/.fa4a
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$A"/*.whl || exit 1
-cat "$A"/libs.part.* .fa4b/libs.part.* | xz -d | tar x -C /tmp/site || exit 1
+mkdir -p /tmp/keep && cp .fa4?/* /tmp/keep/ 2>/dev/null
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site /tmp/keep/*.whl \
+  || exit 1
+cat /tmp/keep/libs.part.* | xz -d | tar x -C /tmp/site || exit 1
 export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/dsl_packages"
 echo "install $(( ($(ms) - T0) / 1000 )) s"
 python3 - <<'PY' 2>&1 | tail -4
@@ -21,12 +24,19 @@ o = o[0] if isinstance(o, tuple) else o
 o.sum().backward()
 print("smoke ok", m.version("flash-attn-4"), m.version("nvidia-cutlass-dsl"), tuple(o.shape), q.grad.isfinite().all().item())
 PY
-for G in ${GRIDS:-medium features}; do
+for G in ${GRIDS-medium features}; do
   python3 benchmarks/verify_grid.py "$OUT/$G.jsonl" --size "$G"
   T0=$(ms)
   (cd "$(mktemp -d)" && timeout "${LIMIT:-240}" python3 -m attndoctor verify --config-file "$OUT/$G.jsonl" --seed 7 \
     --backend flash-attn-4 --jobs 8 --format json --record "$OUT/$G.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
   echo "$G: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
 done
+if [ -n "${STRESS:-}" ]; then
+  T0=$(ms)
+  (cd "$(mktemp -d)" && timeout "${LIMIT:-240}" python3 -m attndoctor verify --stress --seed 7 --backend flash-attn-4 \
+    --jobs 8 --format json --record "$OUT/stress.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
+  echo "stress: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
+  python3 benchmarks/grid_report.py "$OUT/stress.rec.jsonl"; gzip -f "$OUT/stress.rec.jsonl"
+fi
 tail -c 3000 "$OUT/stderr.txt"
-for G in ${GRIDS:-medium features}; do python3 benchmarks/grid_report.py "$OUT/$G.rec.jsonl"; gzip -f "$OUT/$G.rec.jsonl"; done
+for G in ${GRIDS-medium features}; do python3 benchmarks/grid_report.py "$OUT/$G.rec.jsonl"; gzip -f "$OUT/$G.rec.jsonl"; done
