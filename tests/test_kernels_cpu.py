@@ -495,3 +495,15 @@ def test_a_zero_gradient_reference_does_not_inflate_the_error():
     assert data.relative_error(noise, ref, rows) > 1e20
     assert data.relative_error(noise, ref, rows, floor=1e-2) < 1e-4
     assert data.gradient_floor({"dq": ref, "dk": ref, "dv": torch.ones(1, 4, 2, 8, dtype=torch.float64)}) == 1e-2
+
+
+def test_cudnn_fe_asks_for_stats_the_way_the_installed_frontend_takes_it():
+    """pygraph.sdpa took is_inference (required) before cudnn-frontend 1.13 and generate_stats from 1.13
+    (python/pygraph/sdpa.cpp@v1.12.0 and @v1.13.0)."""
+    from attndoctor_kernels.runners.cudnn_fe import stats_argument
+
+    assert stats_argument("1.10.0", train=True) == {"is_inference": False}
+    assert stats_argument("1.12.0", train=False) == {"is_inference": True}
+    assert stats_argument("1.13.0", train=True) == {"generate_stats": True}
+    assert stats_argument("1.32.0", train=False) == {"generate_stats": False}
+    assert stats_argument("unknown", train=True) == {"generate_stats": True}

@@ -8,10 +8,20 @@ padding runs through seq_len tensors, thd through ragged offsets.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..spec import CaseSpec, NotBuilt
 from .base import Call, KernelRunner, bhsd_to, to_bhsd
+
+
+def stats_argument(version: str, train: bool) -> dict[str, bool]:
+    """How pygraph.sdpa is told to emit the softmax stats a backward needs: is_inference before cudnn-frontend 1.13,
+    generate_stats from 1.13 (python/pygraph/sdpa.cpp@v1.12.0 and @v1.13.0)."""
+    parts = [int(p) for p in re.findall(r"\d+", str(version))[:2]]
+    if len(parts) == 2 and tuple(parts) < (1, 13):
+        return {"is_inference": not train}
+    return {"generate_stats": train}
 
 
 class CudnnFeRunner(KernelRunner):
@@ -172,7 +182,7 @@ class CudnnFeRunner(KernelRunner):
                 t.set_ragged_offset(rt)
                 fpack[rt] = rv
         fkw = options(fg, fpack)
-        o, st = fg.sdpa(name="sdpa", q=tq, k=tk, v=tv, generate_stats=spec.train, **fkw)
+        o, st = fg.sdpa(name="sdpa", q=tq, k=tk, v=tv, **stats_argument(cudnn.__version__, spec.train), **fkw)
         output(fg, fpack, o, o_buf, o_fmt, sq, h, "q", "ro")
         if spec.train:
             st.set_output(True).set_dim([b, h, sq, 1]).set_stride(list(stats.stride())).set_data_type(

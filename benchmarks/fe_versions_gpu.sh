@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# On a GPU machine, from the repository root: the cudnn-fe grids with older cudnn-frontend releases against the
+# machine's one cuDNN. .few/ holds nvidia-cudnn-frontend cp312 wheels (pip download --no-deps, one per release);
+# each is installed alone and `verify --backend cudnn-fe` runs $GRIDS (default "features medium") of
+# benchmarks/verify_grid.py with it; records gzipped under $OUT, contradictions printed last.
+set -u
+. benchmarks/device_env.sh
+OUT=$(cd "$OUT" && pwd)
+BASE=$PYTHONPATH
+for W in .few/*.whl; do
+  V=$(basename "$W" | cut -d- -f2)
+  rm -rf "/tmp/fe$V" && python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/fe$V" "$W" || continue
+  export PYTHONPATH="/tmp/fe$V:$BASE"
+  python3 -c "import cudnn; print('frontend', cudnn.__version__, 'backend', cudnn.backend_version())" 2>&1 | tail -1
+  for G in ${GRIDS:-features medium}; do
+    python3 benchmarks/verify_grid.py "$OUT/$G.jsonl" --size "$G" > /dev/null
+    T0=$(ms)
+    (cd "$(mktemp -d)" && timeout "${LIMIT:-120}" python3 -m attndoctor verify --config-file "$OUT/$G.jsonl" --seed 7 \
+      --backend cudnn-fe --jobs 8 --format json --record "$OUT/fe$V.$G.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
+    echo "fe $V $G: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
+  done
+done
+for R in "$OUT"/fe*.rec.jsonl; do python3 benchmarks/grid_report.py "$R" | head -25; gzip -f "$R"; done
