@@ -276,7 +276,8 @@ def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tup
         for rule_id in links.get(hit.entry.id, ()):
             linked.setdefault(rule_id, []).append(hit.line)
             specifics.setdefault(rule_id, set()).update(v for v in hit.groups.values() if len(v) > 2)
-    named = set(reading.backends)
+    # a framework's wrapper or a call frame says which backend ran, more narrowly than every backend named
+    named = set(reading.framed or reading.backends)
     bare = _bare_failures(reading, {r.id: r for r in rules})
     out: list[Candidate] = []
     for rule in rules:
