@@ -276,8 +276,7 @@ def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tup
         for rule_id in links.get(hit.entry.id, ()):
             linked.setdefault(rule_id, []).append(hit.line)
             specifics.setdefault(rule_id, set()).update(v for v in hit.groups.values() if len(v) > 2)
-    # a framework's wrapper or a call frame says which backend ran, more narrowly than every backend named
-    named = set(reading.framed or reading.backends)
+    named = set(reading.framed or reading.backends)  # a wrapper or call frame names the backend that ran
     bare = _bare_failures(reading, {r.id: r for r in rules})
     out: list[Candidate] = []
     for rule in rules:
