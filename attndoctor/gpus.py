@@ -202,7 +202,8 @@ _INSTANCE_KEYS = frozenset(("pattern", "gpu", "source"))
 _CLOUD_PREFIX = re.compile(r"^(?:(?:aws|ec2|amazon|azure)\s+)*(?:standard_)?", re.I)
 
 
-def parse_instances(entries: object, names: set[str], *, where: str = "gpus.toml") -> tuple[tuple[re.Pattern, str], ...]:
+def parse_instances(entries: object, names: set[str], *,
+                    where: str = "gpus.toml") -> tuple[tuple[re.Pattern, str], ...]:
     """The [[instance]] tables as (compiled pattern, GPU name); raises ValueError naming a malformed one."""
     if entries is None:
         return ()
@@ -225,6 +226,7 @@ def parse_instances(entries: object, names: set[str], *, where: str = "gpus.toml
 
 @functools.lru_cache(maxsize=1)
 def _instances() -> tuple[tuple[re.Pattern, str], ...]:
+    """The bundled [[instance]] tables (read once)."""
     _, data = load_toml_file(CATALOGUE)
     return parse_instances(data.get("instance"), {spec.name for spec in gpu_catalogue()})
 

@@ -28,8 +28,9 @@ def _config_options() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, 
 CONFIG_OPTIONS, CONFIG_FLAGS, TWO_FLAGS = _config_options()
 ENV_OPTIONS: list[tuple[str, str, str]] = [
     ("gpu", "--gpu", "GPU name (H100, A100, L40S, RTX4090, B200, ...), a GeForce series whose models share one "
-                     "architecture (\"RTX 50 series\"), an AWS or Azure instance type (g6.4xlarge), sm90, or an architecture or what GPUs are older than "
-                     "(Blackwell, \"pre-Ampere\", \"compute capability below 8.0\": every one of them is tried)."),
+                     "architecture (\"RTX 50 series\"), an AWS or Azure instance type (g6.4xlarge), sm90, or an "
+                     "architecture or what GPUs are older than (Blackwell, \"pre-Ampere\", \"compute capability "
+                     "below 8.0\": every one of them is tried)."),
     ("torch", "--torch", "PyTorch version."),
     ("cuda", "--cuda", "CUDA version torch was built with."),
     ("cudnn", "--cudnn", "cuDNN version loaded at run time."),
