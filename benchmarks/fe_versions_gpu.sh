@@ -20,4 +20,4 @@ for W in .few/*.whl; do
     echo "fe $V $G: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
   done
 done
-for R in "$OUT"/fe*.rec.jsonl; do python3 benchmarks/grid_report.py "$R" | head -25; gzip -f "$R"; done
+for R in "$OUT"/fe*.rec.jsonl; do python3 benchmarks/grid_report.py "$R"; gzip -f "$R"; done
