@@ -27,16 +27,10 @@ print("smoke ok", m.version("flash-attn-4"), m.version("nvidia-cutlass-dsl"), tu
 PY
 for G in ${GRIDS-medium features}; do
   python3 benchmarks/verify_grid.py "$OUT/$G.jsonl" --size "$G"
-  T0=$(ms)
-  (cd "$(mktemp -d)" && timeout "${LIMIT:-240}" python3 -m attndoctor verify --config-file "$OUT/$G.jsonl" --seed 7 \
-    --backend flash-attn-4 --jobs 8 --format json --record "$OUT/$G.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
-  echo "$G: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
+  verify_recorded "$G" "${LIMIT:-240}" "$OUT/$G.rec.jsonl" --config-file "$OUT/$G.jsonl" --backend flash-attn-4
 done
 if [ -n "${STRESS:-}" ]; then
-  T0=$(ms)
-  (cd "$(mktemp -d)" && timeout "${LIMIT:-240}" python3 -m attndoctor verify --stress --seed 7 --backend flash-attn-4 \
-    --jobs 8 --format json --record "$OUT/stress.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
-  echo "stress: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
+  verify_recorded stress "${LIMIT:-240}" "$OUT/stress.rec.jsonl" --stress --backend flash-attn-4
   python3 benchmarks/grid_report.py "$OUT/stress.rec.jsonl"; gzip -f "$OUT/stress.rec.jsonl"
 fi
 tail -c 3000 "$OUT/stderr.txt"

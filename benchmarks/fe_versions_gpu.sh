@@ -14,10 +14,7 @@ for W in .few/*.whl; do
   python3 -c "import cudnn; print('frontend', cudnn.__version__, 'backend', cudnn.backend_version())" 2>&1 | tail -1
   for G in ${GRIDS:-features medium}; do
     python3 benchmarks/verify_grid.py "$OUT/$G.jsonl" --size "$G" > /dev/null
-    T0=$(ms)
-    (cd "$(mktemp -d)" && timeout "${LIMIT:-120}" python3 -m attndoctor verify --config-file "$OUT/$G.jsonl" --seed 7 \
-      --backend cudnn-fe --jobs 8 --format json --record "$OUT/fe$V.$G.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
-    echo "fe $V $G: verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
+    verify_recorded "fe $V $G" "${LIMIT:-120}" "$OUT/fe$V.$G.rec.jsonl" --config-file "$OUT/$G.jsonl" --backend cudnn-fe
   done
 done
 for R in "$OUT"/fe*.rec.jsonl; do python3 benchmarks/grid_report.py "$R"; gzip -f "$R"; done

@@ -9,8 +9,5 @@ B=""; for b in $BACKENDS; do B="$B --backend $b"; done
 . benchmarks/device_env.sh
 OUT=$(cd "$OUT" && pwd)
 python3 benchmarks/verify_grid.py "$OUT/grid.jsonl" --size "$SIZE"
-T0=$(ms)
-(cd "$(mktemp -d)" && timeout "${LIMIT:-540}" python3 -m attndoctor verify --config-file "$OUT/grid.jsonl" --seed 7 \
-  $B --jobs 8 --format json --record "$OUT/grid.rec.jsonl" > /dev/null 2>> "$OUT/stderr.txt")
-echo "verify exit $? wall $(( ($(ms) - T0) / 1000 )) s"
+verify_recorded grid "${LIMIT:-540}" "$OUT/grid.rec.jsonl" --config-file "$OUT/grid.jsonl" $B
 python3 benchmarks/grid_report.py "$OUT/grid.rec.jsonl"
