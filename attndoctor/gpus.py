@@ -225,19 +225,17 @@ def parse_instances(entries: object, names: set[str], *,
 
 
 @functools.lru_cache(maxsize=1)
-def _instances() -> tuple[tuple[re.Pattern, str], ...]:
-    """The bundled [[instance]] tables (read once)."""
+def _instances() -> tuple[tuple[re.Pattern, GpuSpec], ...]:
+    """The bundled [[instance]] tables with their GPUs (read once)."""
     _, data = load_toml_file(CATALOGUE)
-    return parse_instances(data.get("instance"), {spec.name for spec in gpu_catalogue()})
+    by_name = {spec.name: spec for spec in gpu_catalogue()}
+    return tuple((pattern, by_name[name]) for pattern, name in parse_instances(data.get("instance"), set(by_name)))
 
 
 def instance_gpu(text: str) -> GpuSpec | None:
     """The GPU of a cloud instance type ("ec2 g6.4xlarge" → L4), or None for a type the tables do not list."""
     key = _CLOUD_PREFIX.sub("", str(text).strip().lower()).strip()
-    for pattern, name in _instances():
-        if pattern.fullmatch(key):
-            return next(spec for spec in gpu_catalogue() if spec.name == name)
-    return None
+    return next((spec for pattern, spec in _instances() if pattern.fullmatch(key)), None)
 
 
 @functools.lru_cache(maxsize=1)
