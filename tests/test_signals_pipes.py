@@ -67,6 +67,7 @@ def test_check_on_a_closed_pipe():
 
 
 def test_fleet_on_a_closed_pipe():
+    pytest.importorskip("torch")  # without torch fleet exits 2 before it writes (tests/test_fleet.py)
     proc = closed_pipe("fleet", "--hdim", "128", "--heads", "8", "--seqlen", "512", "--dtype", "bf16")
     assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr)
 
