@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Here, from the repository root: download flash-attn-4 ${FA4:-4.0.0b36} and what it needs as cp312 manylinux wheels
+# (quack-kernels at $QUACK where set: an early beta needs the quack of its time)
 # and lay them out for benchmarks/fa4_gpu.sh: the CUDA 13 CuTe-DSL libraries unpacked, xz-compressed and split in
 # 28 MiB parts, so that each of .fa4a/, .fa4b/ and .fa4c/ fits beside the working tree in one call. Add the three
 # folders to .git/info/exclude.
@@ -9,7 +10,7 @@ W=$(mktemp -d)
 get() { python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 -d "$W" "$@"; }
 get "flash-attn-4==$FA4" "nvidia-cutlass-dsl==$DSL" "nvidia-cutlass-dsl-libs-base==$DSL" \
-  "nvidia-cutlass-dsl-libs-core==$DSL" "nvidia-cutlass-dsl-libs-cu13==$DSL" quack-kernels apache-tvm-ffi torch-c-dlpack-ext
+  "nvidia-cutlass-dsl-libs-core==$DSL" "nvidia-cutlass-dsl-libs-cu13==$DSL" "quack-kernels${QUACK:+==$QUACK}" apache-tvm-ffi torch-c-dlpack-ext
 mkdir -p "$W/libs" && (cd "$W/libs" && python3 -m zipfile -e "$W"/nvidia_cutlass_dsl_libs_cu13-*.whl .)
 rm "$W"/nvidia_cutlass_dsl_libs_cu13-*.whl
 tar cf - -C "$W/libs" . | xz -T0 -9 > "$W/libs.tar.xz"
