@@ -57,6 +57,15 @@ def test_fused_qkv_views_share_one_buffer_with_its_strides():
     torch.testing.assert_close(v.detach(), case.v.transpose(0, 1))
 
 
+def test_fp8_inputs_are_built_although_fp8_has_no_masked_fill():
+    """torch has no masked_fill for float8: the output gradient is zeroed in float32 and cast, so an fp8 probe reaches
+    the backend instead of failing while its inputs are made."""
+    spec = case_spec(cfg(dtype="fp8", train=False, mask="causal"))
+    case = data.make_case(spec, "cpu", 1)
+    assert case.q.dtype == torch.float8_e4m3fn and case.dout.dtype == torch.float8_e4m3fn
+    assert case.dout.float()[~case.q_rows].abs().sum() == 0
+
+
 def test_packed_te_layouts_interleave_as_named():
     spec = case_spec(cfg(layout="sbh3d", kv_heads=4))
     case = data.make_case(spec, "cpu", 1)
