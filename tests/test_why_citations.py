@@ -18,6 +18,18 @@ REAL_TEXTS = [
      {"op": "flash_attn::_flash_attn_forward", "argument": "window_size_left"}),
     ("OPEN-CLIP-BATCH-FIRST-TEXT-MASK", "lllyasviel/ControlNet#708 (open-clip-torch 2.26.1)",
      "RuntimeError: The shape of the 2D attn_mask is torch.Size([77, 77]), but should be (4, 4)", {"batch": "4"}),
+    ("XFORMERS-KERNEL-NOT-BUILT-FOR-ARCH",
+     "facebookresearch/xformers xformers/csrc/attention/cuda/fmha/kernel_forward.h@v0.0.16:874-877 (an sm80 kernel "
+     "from a build made for sm75)", "FATAL: this function is for sm80, but was built for sm750",
+     {"low": "80", "built": "750"}),
+    ("PIP-WHEEL-NOT-SUPPORTED",
+     "pypa/pip src/pip/_internal/resolution/resolvelib/factory.py@23.2.1:137 (a cp37 wheel offered to Python 3.8)",
+     "ERROR: xformers-0.0.14.dev0-cp37-cp37m-linux_x86_64.whl is not a supported wheel on this platform.",
+     {"module": "xformers", "python_tag": "cp37"}),
+    ("PY-NAME-XFORMERS-NOT-DEFINED",
+     "AUTOMATIC1111/stable-diffusion-webui#1994 (--force-enable-xformers without xformers)",
+     "    out = xformers.ops.memory_efficient_attention(q1, k1, v)\nNameError: name 'xformers' is not defined",
+     {"name": "xformers"}),
     ("MEM-EFF-KERNEL-NOT-BUILT-FOR-ARCH",
      "pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF_f32_aligned.cu:83 "
      "(Debian source pytorch 2.6.0+dfsg), the sm80 kernel run from a build without sm80 code",

@@ -228,6 +228,9 @@ def test_wheel_file_name() -> None:
     line = "flash_attn-2.8.3+cu12torch2.7cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"
     facts = {f.field: f.value for f in read_facts([line])}
     assert (facts["build_torch"], facts["build_abi"], facts["python"]) == ("2.7", True, "3.12")
+    # the wheel pip refused was never installed: its version and Python tag describe nothing that runs
+    assert read_facts(["ERROR: xformers-0.0.14.dev0-cp37-cp37m-linux_x86_64.whl is not a supported wheel on this "
+                       "platform."]) == []
 
 
 def test_site_packages_and_extension_paths() -> None:

@@ -158,6 +158,9 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     assert "FA-UNDEFINED-SYMBOL" in ids("flash_attn_2_cuda.cpython-39-x86_64-linux-gnu.so: undefined symbol:")
     assert "PY-NAME-FLASH-ATTN-NOT-DEFINED" in ids("NameError: name 'flash_attn_unpadded_func' is not defined")
     assert "PY-NAME-FLASH-ATTN-NOT-DEFINED" not in ids("NameError: name 'rearrange' is not defined")
+    assert "PY-NAME-FLASH-ATTN-NOT-DEFINED" in ids("NameError: name 'FlashMHA' is not defined")
+    assert "PY-NAME-XFORMERS-NOT-DEFINED" in ids("NameError: name 'xformers' is not defined")
+    assert "PY-NAME-XFORMERS-NOT-DEFINED" not in ids("NameError: name 'xformers_available' is not defined")
     assert "PY-NO-MODULE-COMPILED-EXTENSION" in ids("ModuleNotFoundError: No module named 'flex_head_fa_2_cuda'")
     assert "PY-NO-MODULE-COMPILED-EXTENSION" not in ids("ModuleNotFoundError: No module named 'einops'")
     assert "XFORMERS-TENSORS-ON-CPU" in ids("`cutlassF` is not supported because:\n    device=cpu (supported: {'cuda'})")
@@ -167,6 +170,12 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     stub = "FATAL: FlashAttention requires building with sm version sm80-sm90, but was built for < 8.0!"
     assert "FA2-KERNEL-BUILT-BELOW-SM80" in ids(stub)
     assert "FA2-KERNEL-BUILT-BELOW-SM80" not in ids("FlashAttention only supports Ampere GPUs or newer.")
+    assert "XFORMERS-KERNEL-NOT-BUILT-FOR-ARCH" in ids("FATAL: this function is for sm80, but was built for sm750")
+    assert "XFORMERS-KERNEL-NOT-BUILT-FOR-ARCH" not in ids("this function is for sm80")
+    assert "PIP-WHEEL-NOT-SUPPORTED" in ids("flash_attn-2.5.8+cu122torch2.3cxx11abiFALSE-cp311-cp311-linux_x86_64.whl is "
+                                            "not a supported wheel on this platform.")
+    assert "PIP-WHEEL-NOT-SUPPORTED" not in ids("numpy-1.26.4-cp311-cp311-win_amd64.whl is not a supported wheel on this "
+                                                "platform.")
     assert "XFORMERS-NOT-BUILT-WITH-CUDA" not in ids("`cutlassF-pt` is not supported because:\n    dtype=torch.float32 "
                                                      "(supported: {torch.float16, torch.bfloat16})")
 

@@ -229,7 +229,7 @@ def _line_facts(line: str, number: int, lines: Sequence[str], in_pip_list: bool,
         if cudnn:
             # collect_env lists every libcudnn it finds ("it's hard to tell which one is being used")
             yield TextFact("cudnn", cudnn.group("v"), number, "environment-report", DERIVED)
-    if ".whl" in line:
+    if ".whl" in line and "not a supported wheel" not in line:  # pip refused that wheel: it is not what runs
         for wheel in _WHEEL.finditer(line):
             yield from _wheel(wheel, number)
     if "/python3." in line:
