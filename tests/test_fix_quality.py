@@ -311,3 +311,20 @@ def test_a_change_that_lowers_a_size_says_it_changes_the_model():
     v = verdict("sdpa-cudnn", dict(MLA, mask="causal"), dict(OLD_H100, gpu="A100"))
     lowered = [f for p in plans(v) for f in p.fixes if f.kind == "change" and f.target == "hdim"]
     assert lowered and all("a model change" in f.describe() for f in lowered), [p.describe() for p in plans(v)]
+
+
+def test_a_fix_to_a_later_flash_attn_4_beta_keeps_the_beta():
+    """Every beta reads as 4.0.0 to the facts, but 'upgrade to 4.0.0b16' is a step from 4.0.0b4: the fix keeps its
+    beta (not 4.0.0, which pip cannot install) and a plan drops it only where the installed beta is as late."""
+    from attndoctor.config import make_config
+    from attndoctor.engine.fixes import plan_of
+    from attndoctor.engine.rules import load_rulebase
+    from attndoctor.environment import environment_from_flags
+
+    rule = load_rulebase().rule("ADV-FA4-PRE16-CUTE-CORE-THRMMA-CUTLASS-DSL-460")
+    assert [(f.target, f.to) for f in rule.fixes] == [("flash_attn_4", "4.0.0b16")]
+    config = make_config({"hdim": 128})
+    early = environment_from_flags({"gpu": "H100", "flash_attn_4": "4.0.0b4"})
+    late = environment_from_flags({"gpu": "H100", "flash_attn_4": "4.0.0b20"})
+    assert [f.to for f in plan_of(rule.fixes, config, early)] == ["4.0.0b16"]
+    assert plan_of(rule.fixes, config, late) is None

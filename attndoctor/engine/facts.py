@@ -74,6 +74,14 @@ def compared_version(value: str, what: str) -> Any:
     return as_compared(what, parse_version(value, what=what))
 
 
+def fix_version(value: str, what: str) -> Any:
+    """A version as a fix orders it: as compared, except that flash-attn 4's betas stay apart (4.0.0b16 after b4),
+    since a fix to a later beta is a real step while the facts read every beta as 4.0.0."""
+    if what == "flash_attn_4" and re.match(BETA, str(value)):
+        return Version(str(value))
+    return compared_version(value, what)
+
+
 class FactCache:
     """Facts per config and per environment object, so fix trials rebuild only the half they change."""
 

@@ -8,7 +8,7 @@ from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, Environment
 from ..errors import UsageError
 from . import expr
-from .facts import FactCache, RuleValues, build_facts, compared_version
+from .facts import FactCache, RuleValues, build_facts, fix_version
 from .results import Finding, FixPlan
 from .rule_model import FIX_RANK, PADDABLE, Backend, Fix, RuleBase
 from .states import Status
@@ -147,7 +147,7 @@ def plan_of(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
             if current == ABSENT:
                 return None
             if current is not None:
-                now, to = compared_version(current, fix.target), compared_version(fix.to, fix.target)
+                now, to = fix_version(current, fix.target), fix_version(fix.to, fix.target)
                 if now >= to if fix.kind == "upgrade" else now <= to:
                     continue
             key = ("package", fix.target)
@@ -161,7 +161,7 @@ def plan_of(fixes: Sequence[Fix], config: AttentionConfig, env: Environment,
         elif other[:3] == fix[:3]:
             continue
         elif fix.kind == other.kind and fix.kind in ("upgrade", "downgrade"):
-            later = compared_version(fix.to, fix.target) > compared_version(other.to, fix.target)
+            later = fix_version(fix.to, fix.target) > fix_version(other.to, fix.target)
             if later == (fix.kind == "upgrade"):
                 steps[key] = fix
         else:
@@ -184,7 +184,7 @@ def _dominates(a: FixPlan, b: FixPlan) -> bool:
         if g is None:
             return False
         if f.kind in ("upgrade", "downgrade"):
-            lower = compared_version(f.to, f.target) <= compared_version(g.to, g.target)
+            lower = fix_version(f.to, f.target) <= fix_version(g.to, g.target)
             if lower != (f.kind == "upgrade") and f.to != g.to:
                 return False
         elif f.to != g.to:

@@ -7,7 +7,7 @@ from ..config import AttentionConfig, with_changes
 from ..environment import ABSENT, Environment
 from ..errors import UsageError
 from . import expr
-from .facts import ABSTRACTED, CONFIG_FACTS, CONFIG_FACTS_ALL, PARTNERS, compared_version, env_facts
+from .facts import ABSTRACTED, CONFIG_FACTS, CONFIG_FACTS_ALL, PARTNERS, env_facts, fix_version
 from .findings import placeholders
 from .memo import SHARED_LIMIT, Memo
 from .rule_model import Fix, Rule
@@ -38,7 +38,7 @@ def _steps(rules: Sequence[Rule], env: Environment) -> list[Step]:
             if fix.kind in ("upgrade", "downgrade"):
                 current = env.versions.get(fix.target)
                 if current not in (None, ABSENT):  # plan_of drops a step that would not move the version that way
-                    now, to = compared_version(current, fix.target), compared_version(fix.to, fix.target)
+                    now, to = fix_version(current, fix.target), fix_version(fix.to, fix.target)
                     if now >= to if fix.kind == "upgrade" else now <= to:
                         continue
                 targets.setdefault(("package", fix.target), {})[fix.to] = None
