@@ -332,3 +332,20 @@ def test_flashinfer_s_argument_text_checks_print_their_arguments():
     assert match and found[ge] == "paged_kv_indptr.size(0) >= batch_size + 1"
     assert any(re.search(p, "q must be a 3D tensor") for p in found)
     assert extract(FLASHINFER_CHECKS) == ([], {})  # another code base's CHECK_EQ is not FlashInfer's
+
+
+def test_a_modules_own_name_is_written_out_so_pythons_attribute_error_elsewhere_is_not_its():
+    """flashinfer/__init__.py's lazy __getattr__ raises f"module {__name__!r} has no attribute {name!r}": Python
+    prints the same words for any module, so the message is flashinfer's only with flashinfer's name in it."""
+    from tools.messages import extract_py
+    from tools.messages.model import module_named, module_of, template_of
+
+    raws, _ = extract_py.extract('def __getattr__(name):\n'
+                                 '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")\n')
+    assert module_of("flashinfer/__init__.py") == "flashinfer"
+    assert module_of("python/cudnn/api_base.py") == "cudnn.api_base"
+    parts = module_named(raws[0].parts, "flash_attn/cute/flash_fwd.py")
+    assert template_of(parts) == "module 'flash_attn.cute.flash_fwd' has no attribute {name}"
+    pattern, _ = pattern_of(parts)
+    assert re.search(pattern, "AttributeError: module 'flash_attn.cute.flash_fwd' has no attribute 'FlashAttentionForwardSm90'")
+    assert not re.search(pattern, "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'")

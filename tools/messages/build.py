@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import dataclasses
 import glob
 import hashlib
 import json
@@ -17,7 +18,7 @@ from collections import defaultdict
 from packaging.version import InvalidVersion, Version
 
 from . import compiled, extract_cpp, extract_py, native
-from .model import FACT_FIELDS, entry_id, pattern_of, skip_reason, template_of
+from .model import FACT_FIELDS, entry_id, module_named, pattern_of, skip_reason, template_of
 from .sources import CACHE, MIRROR, SOURCES, backends_for
 
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
@@ -226,6 +227,7 @@ def run(out_dir: str) -> int:
             for k, v in skipped.items():
                 idx.skipped[library][k] += v
             for raw in raws:
+                raw = dataclasses.replace(raw, parts=module_named(raw.parts, path)) if path.endswith(".py") else raw
                 if not _scope_ok(src, path, raw):
                     idx.skipped[library]["outside the attention functions of a shared file"] += 1
                     continue

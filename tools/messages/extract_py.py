@@ -5,7 +5,7 @@ import ast
 import re
 import string
 
-from .model import LIT, PH, Raw, merge_parts, simplify
+from .model import LIT, MODULE, PH, Raw, merge_parts, simplify
 
 _LOG_KIND = {
     "warning": "warning", "warn": "warning", "warning_once": "warning", "warn_once": "warning",
@@ -22,6 +22,8 @@ class _Unresolved(Exception):
 
 
 def _ph(node: ast.AST, spec: str = "") -> tuple:
+    if isinstance(node, ast.Name) and node.id == MODULE:
+        return (PH, MODULE, spec)
     return (PH, simplify(ast.unparse(node)), spec)
 
 

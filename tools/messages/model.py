@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 
 LIT = "lit"
 PH = "ph"
+MODULE = "__name__"
+"""The placeholder of a module's own name (`f"module {__name__!r} has no attribute {name!r}"`): known once the file's
+path is, so it is written out there (module_named) instead of matching any module."""
 
 # Fields a placeholder may name (attndoctor's vocabulary).
 FACT_FIELDS = {
@@ -244,3 +247,22 @@ def skip_reason(parts: list) -> str | None:
     if normalize(re.sub(r"[`'\"]", "", lits)).strip(" .:!").lower() in PYTHON_OWN:
         return "Python's or PyTorch's own wording"
     return None
+
+
+def module_of(path: str) -> str:
+    """The dotted name a source file imports as: its path without a source root (python/, src/) or __init__.py."""
+    parts = re.sub(r"\.py$", "", path).split("/")
+    while parts and parts[0] in ("python", "src"):
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def module_named(parts: list, path: str) -> list:
+    """The parts with the module's own name written out, as the file prints it (quoted for !r)."""
+    if not any(p[0] == PH and p[1] == MODULE for p in parts):
+        return parts
+    name = module_of(path)
+    return merge_parts([(LIT, repr(name) if p[2] == "r" else name) if p[0] == PH and p[1] == MODULE else p
+                        for p in parts])
