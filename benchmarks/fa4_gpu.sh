@@ -15,7 +15,7 @@ mkdir -p /tmp/keep && cp .fa4?/* /tmp/keep/ 2>/dev/null
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site /tmp/keep/*.whl \
   || exit 1
 cat /tmp/keep/libs.part.* | xz -d | tar x -C /tmp/site || exit 1
-export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/dsl_packages"
+export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/site/nvidia_cutlass_dsl/python_packages"
 echo "install $(( ($(ms) - T0) / 1000 )) s"
 python3 - <<'PY' 2>&1 | tail -4
 import importlib.metadata as m, torch, flash_attn.cute as f
