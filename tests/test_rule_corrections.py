@@ -98,8 +98,8 @@ def test_explain_keeps_the_local_label_of_flash_attn(cli):
 
 # ---------------------------------------------------------------- TE 2.19: flash-attn 4 below sm90 and d 512/512 on SM100/110
 
-def fa4_env(te: str, gpu: str) -> dict:
-    return {"gpu": gpu, "te": te, "flash_attn": "none", "flash_attn_3": "none", "flash_attn_4": "4.0.0b11",
+def fa4_env(te: str, gpu: str, fa4: str = "4.0.0b11") -> dict:
+    return {"gpu": gpu, "te": te, "flash_attn": "none", "flash_attn_3": "none", "flash_attn_4": fa4,
             "cudnn": "9.19.0", "torch": "2.11.0"}
 
 
@@ -115,7 +115,9 @@ def test_te_219_drops_flash_attn_4_below_sm90():
 def test_te_219_refuses_flash_attn_4_for_512_512_on_blackwell():
     cfg = dict(BASE, hdim=512, train=False, mask="causal")
     assert "TE-FLASH-FA4-ONLY-REFUSES" in applied(verdict(cfg, fa4_env("2.19", "B200"), "te-flash"))
-    assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(cfg, fa4_env("2.18", "B200"), "te-flash"))
+    assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(cfg, fa4_env("2.18", "B200", "4.0.0b16"), "te-flash"))
+    # TE 2.16-2.18 leave the head dims to FA4's validator, which takes 512/512 only from beta 16
+    assert "TE-FLASH-FA4-ONLY-REFUSES" in applied(verdict(cfg, fa4_env("2.18", "B200"), "te-flash"))
     mla = dict(cfg, hdim=64, hdim_v=512)
     assert "TE-FLASH-FA4-ONLY-REFUSES" not in applied(verdict(mla, fa4_env("2.19", "B200"), "te-flash"))
 
