@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -405,17 +406,34 @@ def test_output_onto_a_pipe_nobody_reads(cli, tmp_path):
 
 def test_output_onto_a_pipe_that_is_read(cli, tmp_path):
     path = fifo(tmp_path)
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(Path(path).read_bytes()))
+    # the read end is open before attndoctor opens the pipe (a reader thread that had not reached its open() yet
+    # raced the check), and a thread drains it while attndoctor writes more than the pipe's buffer holds
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    chunks: list[bytes] = []
+    written = threading.Event()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:  # the writer is there but has not written yet
+                chunk = None
+            if chunk:
+                chunks.append(chunk)
+            elif chunk == b"" and written.is_set():  # no writer and nothing left after attndoctor returned
+                return
+            else:
+                time.sleep(0.005)
+
+    reader = threading.Thread(target=drain)
     reader.start()
     try:
         code, _, err = cli("explain", "--hdim", "64", *MACHINE, "--output", path, "--format", "json")
     finally:
-        if reader.is_alive() and not got:
-            with open(path, "wb"):  # unblock the reader if attndoctor never opened the pipe
-                pass
+        written.set()
         reader.join(30)
-    assert code in (0, 1) and err == "" and json.loads(got[0])["schema_version"] == 1
+        os.close(fd)
+    assert code in (0, 1) and err == "" and json.loads(b"".join(chunks))["schema_version"] == 1
 
 
 @pytest.mark.parametrize("make, words", [(loop, "symlink loop"), (unix_socket, "socket"),
