@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import dataclasses
+import datetime
 import glob
 import hashlib
 import json
