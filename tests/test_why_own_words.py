@@ -164,15 +164,16 @@ def test_a_release_mismatch_offers_to_upgrade_the_package_that_made_the_call(cli
 
 
 def test_transformer_engines_disabling_story_leaves_the_cause_to_its_own_check(cli):
-    """The hand-written "Disabling X ..." entry narrates TE's choice; the check behind the words (the index's) is the
-    cause, and the fix is by what the message is about first (a head dim, not the architectures it also names)."""
+    """The hand-written "Disabling X ..." entry narrates TE's choice; the check behind the words is the cause (here
+    the rule that models it, TE-FLASH-HDIM-256, ahead of the index's copy of the check), and the fix is by what the
+    message is about first (a head dim, not the architectures it also names)."""
     text = ("DEBUG:DotProductAttention:Disabling FlashAttention 2 due to unsupported head_dim_qk and head_dim_v. "
             "Supported: head_dim_qk = head_dim_v, head_dim_qk %8 = 0, head_dim_qk <= 256 (>192 requires sm80/90/100+). "
             "Found: head_dim_qk = 320, head_dim_v = 320, on sm90.")
     _, doc = ask(cli, text)
     cause = doc["cause"]
-    assert cause["id"].startswith("TRANSFORMER-ENGINE-") and cause["topics"][0] == "head-dim"
-    assert "te-flash" in cause["backends"] and cause["fixes"][0].startswith("change the head dim")
+    assert cause["id"] == "TE-FLASH-HDIM-256" and cause["topics"][0] == "head-dim"
+    assert "te-flash" in cause["backends"] and cause["fixes"][0].startswith("set hdim = 256")
 
 
 def test_the_folders_of_a_path_in_an_error_are_not_what_it_is_about(cli):

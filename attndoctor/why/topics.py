@@ -60,7 +60,9 @@ def rule_topics(rule: Any) -> tuple[str, ...]:
     """A rule's kinds: the facts its condition tests, the packages it pairs, its effect and data conditions."""
     names = set(getattr(rule, "names", ()) or ())
     text = getattr(rule, "condition_text", "") or ""
-    out = [NAME_TOPICS[n] for n in sorted(names) if n in NAME_TOPICS]
+    # the condition's first test is what the rule is about ("max(hdim, hdim_v) > 256 and ... dtype ..." is a head dim)
+    first = {n: (found.start() if (found := re.search(rf"\b{re.escape(n)}\b", text)) else len(text)) for n in names}
+    out = [NAME_TOPICS[n] for n in sorted(names, key=lambda n: (first[n], n)) if n in NAME_TOPICS]
     if "'fp8'" in text or "fp8_recipe" in names:
         out.append("fp8")
     if "'thd'" in text:
