@@ -56,13 +56,18 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
 ))
 
 
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*")
+
+
 def rule_topics(rule: Any) -> tuple[str, ...]:
     """A rule's kinds: the facts its condition tests, the packages it pairs, its effect and data conditions."""
     names = set(getattr(rule, "names", ()) or ())
     text = getattr(rule, "condition_text", "") or ""
     # the condition's first test is what the rule is about ("max(hdim, hdim_v) > 256 and ... dtype ..." is a head dim)
-    first = {n: (found.start() if (found := re.search(rf"\b{re.escape(n)}\b", text)) else len(text)) for n in names}
-    out = [NAME_TOPICS[n] for n in sorted(names, key=lambda n: (first[n], n)) if n in NAME_TOPICS]
+    first: dict[str, int] = {}
+    for word in _IDENTIFIER.finditer(text):
+        first.setdefault(word.group(0), word.start())
+    out = [NAME_TOPICS[n] for n in sorted(names, key=lambda n: (first.get(n, len(text)), n)) if n in NAME_TOPICS]
     if "'fp8'" in text or "fp8_recipe" in names:
         out.append("fp8")
     if "'thd'" in text:
