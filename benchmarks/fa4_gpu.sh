@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repository root: flash-attn 4 (a pure-Python wheel) with its CuTe-DSL libraries, which
-# are larger than one call may carry. The CUDA 13 libraries (the unpacked nvidia-cutlass-dsl-libs-cu13 wheel as an xz
-# tarball, split into libs.part.aa, .ab, .ac) and the small wheels travel in .fa4a/, .fa4b/ and .fa4c/ (made here by
-# benchmarks/fa4_pack.sh), one per call;
+# are larger than one call may carry. The libraries (the unpacked libs-cu13 or, before 4.6, libs-base wheel as an xz
+# tarball, split into libs.part.aa, .ab and maybe .ac) and the small wheels travel in .fa4a/, .fa4b/ and .fa4c/ (made
+# here by benchmarks/fa4_pack.sh), one per call;
 # each call before the last runs `mkdir -p /tmp/keep && cp .fa4?/* /tmp/keep/` (a carried path not named again is
 # removed there, /tmp stays while the machine is warm). Then grids of benchmarks/verify_grid.py ($GRIDS, default
 # "medium features"; "" for none) through `verify --backend flash-attn-4 --jobs 8`, and with STRESS=1 `verify --stress`

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Here, from the repository root: download flash-attn-4 ${FA4:-4.0.0b36} and what it needs as cp312 manylinux wheels
-# (quack-kernels at $QUACK where set: an early beta needs the quack of its time; LIBS=base for a runtime before 4.6,
-# whose one libs-base wheel holds the Python packages and the CUDA 12 libraries together)
-# and lay them out for benchmarks/fa4_gpu.sh: the CUDA 13 CuTe-DSL libraries unpacked, xz-compressed and split in
-# 28 MiB parts, so that each of .fa4a/, .fa4b/ and .fa4c/ fits beside the working tree in one call. Add the three
+# and lay them out for benchmarks/fa4_gpu.sh: the CuTe-DSL library wheel (libs-cu13, or with LIBS=base the one
+# libs-base wheel of a runtime before 4.6, Python packages and CUDA 12 libraries together) unpacked, xz-compressed and
+# split in 28 MiB parts, so that each of .fa4a/, .fa4b/ and .fa4c/ fits beside the working tree in one call.
+# DSL= the runtime's version, QUACK= a quack-kernels pin (an early beta needs the quack of its time). Add the three
 # folders to .git/info/exclude.
 set -eu
 FA4=${FA4:-4.0.0b36}; DSL=${DSL:-4.8.1}; LIBS=${LIBS:-cu13}
