@@ -5,8 +5,9 @@
 # here by benchmarks/fa4_pack.sh), one per call;
 # each call before the last runs `mkdir -p /tmp/keep && cp .fa4?/* /tmp/keep/` (a carried path not named again is
 # removed there, /tmp stays while the machine is warm). Then grids of benchmarks/verify_grid.py ($GRIDS, default
-# "medium features"; "" for none) through `verify --backend flash-attn-4 --jobs 8`, and with STRESS=1 `verify --stress`
-# over the bundled shapes; records gzipped under $OUT, contradictions printed last.
+# "medium features"; "" for none) through `verify --backend flash-attn-4 --jobs 8`; with CONFIGS="a.jsonl ..." verify
+# over those config files; with STRESS=1 `verify --stress` over the bundled shapes; with PROBE=script.py that script
+# (its lines kept under $OUT). Records gzipped under $OUT, contradictions printed last.
 set -u
 . benchmarks/device_env.sh
 OUT=$(cd "$OUT" && pwd)
@@ -25,9 +26,14 @@ o = o[0] if isinstance(o, tuple) else o
 o.sum().backward()
 print("smoke ok", m.version("flash-attn-4"), m.version("nvidia-cutlass-dsl"), tuple(o.shape), q.grad.isfinite().all().item())
 PY
+if [ -n "${PROBE:-}" ]; then python3 "$PROBE" 2>&1 | tee "$OUT/$(basename "$PROBE" .py).jsonl" | tail -20; fi
 for G in ${GRIDS-medium features}; do
   python3 benchmarks/verify_grid.py "$OUT/$G.jsonl" --size "$G"
   verify_recorded "$G" "${LIMIT:-240}" "$OUT/$G.rec.jsonl" --config-file "$OUT/$G.jsonl" --backend flash-attn-4
+done
+for F in ${CONFIGS:-}; do
+  G=$(basename "$F" .jsonl); GRIDS="${GRIDS-medium features} $G"
+  verify_recorded "$G" "${LIMIT:-240}" "$OUT/$G.rec.jsonl" --config-file "$PWD/$F" --backend flash-attn-4
 done
 if [ -n "${STRESS:-}" ]; then
   verify_recorded stress "${LIMIT:-240}" "$OUT/stress.rec.jsonl" --stress --backend flash-attn-4

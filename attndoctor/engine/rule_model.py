@@ -40,6 +40,7 @@ DATA_CONDITIONS: dict[str, str] = {
     "grad-out-strides": "the output gradient reaches backward as a non-contiguous view",
     "strided-inputs": "q, k or v is passed as a non-contiguous slice",
     "padded-tail": "the packed q/k/v buffers hold more tokens than cu_seqlens[-1] (static-shape padding)",
+    "empty-sequences": "a packed (varlen) batch holds sequences of length 0 (two equal neighbours in cu_seqlens)",
     "fp32-mask": "a float32 attn_mask with fp16/bf16 q, k, v",
     "mask-grad": "the attn_mask requires grad while q, k and v do not",
     "graph-replay": "the call is captured in a CUDA graph and replayed",
