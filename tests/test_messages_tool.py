@@ -349,3 +349,34 @@ def test_a_modules_own_name_is_written_out_so_pythons_attribute_error_elsewhere_
     pattern, _ = pattern_of(parts)
     assert re.search(pattern, "AttributeError: module 'flash_attn.cute.flash_fwd' has no attribute 'FlashAttentionForwardSm90'")
     assert not re.search(pattern, "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'")
+
+
+def _indexed(releases_of_message: dict, read: list, condition: str = "") -> dict:
+    """One library's index after `finish`: the messages (template -> releases) and the files read (release, path)."""
+    from tools.messages.build import Index
+    from tools.messages.model import Raw
+
+    idx = Index()
+    for release, path in read:
+        idx.note_read("vllm", "vllm-project/vllm", f"wheel:vllm-{release}", path, release)
+    for template, releases in releases_of_message.items():
+        for release in releases:
+            raw = Raw(kind="error", parts=[(LIT, template)], condition=condition, text=template, line=1)
+            idx.add("vllm", "vllm-project/vllm", f"wheel:vllm-{release}", release, "vllm/a.py", raw)
+    return {e["template"]: e for e in idx.finish()["vllm"]}
+
+
+def test_a_message_gone_from_a_later_read_of_its_file_is_retired_at_that_release():
+    read = [(r, "vllm/a.py") for r in ("0.5.5", "0.6.6", "0.9.2", "0.11.2")]
+    got = _indexed({"Sliding window is not supported by this backend": ["0.5.5", "0.6.6"]}, read)
+    assert got["Sliding window is not supported by this backend"]["retired"] == "0.9.2"
+
+
+def test_no_retirement_where_the_file_was_not_read_again_or_the_check_was_reworded():
+    moved = _indexed({"Sliding window is not supported by this backend": ["0.5.5", "0.6.6"]},
+                     [("0.5.5", "vllm/a.py"), ("0.6.6", "vllm/a.py"), ("0.9.2", "vllm/b.py")])
+    assert "retired" not in moved["Sliding window is not supported by this backend"]
+    reworded = _indexed({"Sliding window is not supported by this backend": ["0.5.5", "0.6.6"],
+                         "This backend does not support sliding window": ["0.9.2"]},
+                        [(r, "vllm/a.py") for r in ("0.5.5", "0.6.6", "0.9.2")], condition="window is not None")
+    assert not any("retired" in e for e in reworded.values())

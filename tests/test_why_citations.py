@@ -121,6 +121,13 @@ REAL_TEXTS = [
      ":385: internal compiler error: in maybe_undo_parenthesized_ref, at cp/semantics.c:1740", {"package": "flash_attn"}),
     ("NVCC-BUILD-COMPILE-ERROR", "thu-ml/SageAttention#246",
      '92 errors detected in the compilation of "csrc/qattn/qk_int_sv_f16_cuda_sm80.cu".', {}),
+    ("FA1-BWD-HDIM-ABOVE-64-NEEDS-SM80", "Dao-AILab/flash-attention csrc/flash_attn/fmha_api.cpp@v0.2.1:391 (no "
+     "message: TORCH_CHECK prints its condition)", "    _, _, _, softmax_d = flash_attn_cuda.bwd(\n"
+     "RuntimeError: Expected is_sm80 to be true, but got false.", {}),
+    ("FA1-EXPECTED-IS-SM", "Dao-AILab/flash-attention csrc/flash_attn/fmha_api.cpp@v1.0.9:211 (no message)",
+     "RuntimeError: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got false.", {"check": "is_sm90 || is_sm8x || is_sm75"}),
+    ("SAGEATTENTION-KERNEL-NOT-AVAILABLE", "thu-ml/SageAttention sageattention/core.py@v2.2.0:723",
+     "AssertionError: SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.", {}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",

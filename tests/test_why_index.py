@@ -120,3 +120,20 @@ def test_a_models_architecture_is_no_gpu_architecture():
     assert "gpu-arch" not in text_topics("The current architecture does not support Flash Attention 2.0. Please open "
                                          "an issue on GitHub to request support for this architecture: https://x")
     assert text_topics("sdpa fp8 forward operation is only supported on Blackwell architecture") == ("gpu-arch", "fp8")
+
+
+def test_a_message_later_releases_no_longer_print_offers_the_upgrade_and_a_current_one_does_not(cli):
+    """transformers printed the Gemma 3 eager advice up to 4.55.4; 4.57.6's modeling_gemma3.py no longer does."""
+    gone = ("It is strongly recommended to train Gemma3 models with the `eager` attention implementation instead of "
+            "`sdpa`. Use `eager` with `AutoModelForCausalLM.from_pretrained('<path-to-checkpoint>', "
+            "attn_implementation='eager')`.")
+    code, out, err = cli("why", gone, "--no-here", "--format", "json")
+    doc = json.loads(out)
+    assert code in (0, 1), err
+    assert doc["cause"]["id"] == "TRANSFORMERS-B8610A7B7A9F"
+    assert any(f.startswith("upgrade transformers to 4.57.6 or later") for f in doc["cause"]["fixes"])
+    current = "ValueError: Encoder self-attention and encoder/decoder cross-attention are not implemented for " \
+              "TritonAttentionImpl"
+    doc = json.loads(cli("why", current, "--no-here", "--format", "json")[1])
+    assert doc["cause"]["id"] == "VLLM-EB9DFFEEB8DB"
+    assert not any("no longer prints" in f for f in doc["cause"]["fixes"])

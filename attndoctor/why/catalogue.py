@@ -14,7 +14,7 @@ from .literals import required_literals
 from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
 """The catalogue's file name in a rules folder; the rule loader skips it."""
 LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text", "python",
-             "pip", "xformers", "transformers", "triton", "sam2", "llamafactory", "flashinfer", "qwen", "jax")
+             "pip", "xformers", "transformers", "triton", "sam2", "llamafactory", "flashinfer", "qwen", "jax", "sageattention")
 KINDS = ("error", "warning", "log", "fact")
 PARSERS = ("te-config", "te-backends")
 INSTALL_KINDS = tuple(kind.value for kind in InstallKind)
@@ -65,6 +65,8 @@ class CatalogueEntry(NamedTuple):
     """Read from a library's source by tools/messages (the message index), not written by hand."""
     template: str = ""
     """The message as its source writes it, placeholders as `{name}` (index entries only): its words."""
+    retired: str = ""
+    """The first release read after the message's last one whose same file no longer prints it (index entries only)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

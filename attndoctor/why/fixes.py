@@ -250,6 +250,17 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
 
 
+def retired_fix(entry: Any) -> tuple[str, ...]:
+    """An upgrade where the library's later releases no longer print the message (an index entry's `retired`)."""
+    if not entry.retired or entry.kind == "log":
+        return ()
+    from .index import LABELS
+
+    label = LABELS.get(entry.library, entry.library)
+    return (f"upgrade {label} to {entry.retired} or later: from {entry.retired} on (of the releases read) {label} no "
+            "longer prints this message where it did, so the check behind it was lifted or reworded there",)
+
+
 def _unquoted(text: str) -> str:
     return text.replace("'", "").replace('"', "")
 

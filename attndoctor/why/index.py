@@ -157,7 +157,8 @@ def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
         backends=tuple(record.get("backend") or ()) or LIBRARY_BACKENDS.get(str(record["library"]), ()),
         rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
         priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),
-        literals=((literal, False),), indexed=True, template=template)
+        literals=((literal, False),), indexed=True, template=template,
+        retired=str(record.get("retired") or ""))
 
 
 @lru_cache(maxsize=2)

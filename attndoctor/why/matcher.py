@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
 from .fixes import (MIXED_DTYPES_FIX, caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package,
-                    own_advice, own_fix, own_requirement, package_of, rule_fixes, shipped_by, with_caller)
+                    own_advice, own_fix, own_requirement, package_of, retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
@@ -416,7 +416,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             backends, packages), lambda: tuple(dict.fromkeys((
             *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages, reading.framed))))),
             backends, entry.library)
-        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else fixes  # every backend refuses mixed dtypes
+        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (*fixes, *retired_fix(entry))  # mixed: every backend
         out.append(Candidate(
             id=entry.id, kind="message", score=round(score, 2),
             reasons=tuple(reasons), title=entry.meaning,

@@ -152,8 +152,8 @@ class Index:
         self.skipped: dict = defaultdict(lambda: defaultdict(int))
         self.read: dict = defaultdict(list)
 
-    def note_read(self, library: str, repo: str, ref: str, path: str):
-        self.read[library].append((repo, ref, path))
+    def note_read(self, library: str, repo: str, ref: str, path: str, release: str = ""):
+        self.read[library].append((repo, ref, path, release))
 
     def add(self, library: str, repo: str, ref: str, release: str, path: str, raw, not_facts=frozenset()):
         reason = skip_reason(raw.parts)
@@ -184,6 +184,7 @@ class Index:
         for e in self.entries.values():
             srcs = sorted(e.pop("_sources"), key=lambda s: (_vkey(s[0]), s[1]["ref"], s[1]["path"], s[1]["line"]))
             first, last = srcs[0], srcs[-1]
+            e["_files"] = {(s[1]["repo"], s[1]["path"]) for s in srcs if s[0] == last[0]}
             e["sources"] = [first[1]] if first[1] == last[1] else [first[1], last[1]]
             e["condition"] = last[2].condition
             e["kind"] = last[2].kind
@@ -191,7 +192,27 @@ class Index:
             e["releases"] = sorted(e["releases"], key=_vkey)
             assert all(v in FACT_FIELDS for v in e["facts"].values())
             by_lib[e["library"]].append(e)
+        self._retire(by_lib)
         return by_lib
+
+    def _retire(self, by_lib: dict) -> None:
+        """`retired`: the first release read after a message's last one whose same file no longer prints it, unless
+        another message of the library carries the same check there (a rewording)."""
+        read: dict = defaultdict(set)
+        for library, rows in self.read.items():
+            for repo, _ref, path, release in rows:
+                read[library, repo, path].add(release)
+        for library, entries in by_lib.items():
+            checks: dict = defaultdict(set)
+            for e in entries:
+                if e["condition"]:
+                    checks[e["condition"]].update(e["releases"])
+            for e in entries:
+                last = _vkey(e["releases"][-1])
+                later = sorted({r for f in e.pop("_files") for r in read[library, *f] if r and _vkey(r) > last},
+                               key=_vkey)
+                if later and later[0] not in checks.get(e["condition"], ()):
+                    e["retired"] = later[0]
 
 
 def _vkey(v: str):
@@ -201,7 +222,8 @@ def _vkey(v: str):
         return (1, v)
 
 
-ORDER = ["id", "library", "kind", "template", "pattern", "facts", "condition", "backend", "sources", "releases", "text"]
+ORDER = ["id", "library", "kind", "template", "pattern", "facts", "condition", "backend", "sources", "releases", "retired",
+         "text"]
 
 
 def run(out_dir: str) -> int:
@@ -215,7 +237,7 @@ def run(out_dir: str) -> int:
             if library is None:
                 continue
             n += 1
-            idx.note_read(library, src["repo"], ref, path)
+            idx.note_read(library, src["repo"], ref, path, release)
             extractor = extract_py if path.endswith(".py") else extract_cpp
             prints = bool(src.get("prints")) and extractor is extract_py
             stringizing = bool(src.get("stringizing")) and extractor is extract_cpp
@@ -245,7 +267,7 @@ def run(out_dir: str) -> int:
         print(f"{src['name']}: {n} files", file=sys.stderr)
     _compiled_wordings(idx)
     for library, repo, ref, release, path, raw in native.read_all(CACHE):
-        idx.note_read(library, repo, ref, path)
+        idx.note_read(library, repo, ref, path, release)
         idx.add(library, repo, ref, release, path, raw)
     by_lib = idx.finish()
     os.makedirs(out_dir, exist_ok=True)
@@ -257,9 +279,9 @@ def run(out_dir: str) -> int:
         if entries:
             with open(os.path.join(out_dir, f"{library}.jsonl"), "w", encoding="utf-8") as fh:
                 for e in entries:
-                    fh.write(json.dumps({k: e[k] for k in ORDER}, ensure_ascii=False, sort_keys=False) + "\n")
+                    fh.write(json.dumps({k: e[k] for k in ORDER if k in e}, ensure_ascii=False, sort_keys=False) + "\n")
         reads = defaultdict(lambda: defaultdict(set))
-        for repo, ref, path in idx.read.get(library, []):
+        for repo, ref, path, _release in idx.read.get(library, []):
             reads[repo][ref].add(path)
         summary["libraries"][library] = {
             "count": len(entries),
