@@ -74,12 +74,15 @@ def compared_version(value: str, what: str) -> Any:
     return as_compared(what, parse_version(value, what=what))
 
 
+def kept_beta(value: str, what: str) -> bool:
+    """Whether a fix keeps this version as written: a flash-attn 4 beta, which the facts read as 4.0.0."""
+    return what == "flash_attn_4" and re.match(BETA, str(value)) is not None
+
+
 def fix_version(value: str, what: str) -> Any:
     """A version as a fix orders it: as compared, except that flash-attn 4's betas stay apart (4.0.0b16 after b4),
     since a fix to a later beta is a real step while the facts read every beta as 4.0.0."""
-    if what == "flash_attn_4" and re.match(BETA, str(value)):
-        return Version(str(value))
-    return compared_version(value, what)
+    return Version(str(value)) if kept_beta(value, what) else compared_version(value, what)
 
 
 class FactCache:

@@ -13,7 +13,7 @@ from ..environment import PACKAGES, parse_version
 from ..errors import RuleError, UsageError
 from ..words import a
 from . import expr
-from .facts import BETA
+from .facts import kept_beta
 from .ranges import VersionRange
 from .rule_model import (BLOCKING, CHANGEABLE, DATA_CONDITIONS, DEFAULT_SURFACE, EFFECTS, ENV_VAR_PATTERN, EVIDENCE,
                          FIX_KINDS, FIX_RANK, FRAMEWORK_LABELS, ID_PATTERN, PADDABLE, RULE_KEYS, SURFACES, Backend,
@@ -312,7 +312,7 @@ def _fix(raw: Any, err: Any) -> Fix:
         if not isinstance(to, str):
             raise err(f"fixes: {kind} {target} needs to = 'VERSION'")
         try:
-            to = to.strip() if target == "flash_attn_4" and re.match(BETA, to) else str(parse_version(to, what="to"))
+            to = to.strip() if kept_beta(to, target) else str(parse_version(to, what="to"))
         except UsageError as exc:
             raise err(f"fixes: {exc}") from None
         return Fix(kind, target, to, note)

@@ -249,7 +249,8 @@ def run(out_dir: str) -> int:
             for k, v in skipped.items():
                 idx.skipped[library][k] += v
             for raw in raws:
-                raw = dataclasses.replace(raw, parts=module_named(raw.parts, path)) if path.endswith(".py") else raw
+                named = module_named(raw.parts, path) if path.endswith(".py") else raw.parts
+                raw = raw if named is raw.parts else dataclasses.replace(raw, parts=named)
                 if not _scope_ok(src, path, raw):
                     idx.skipped[library]["outside the attention functions of a shared file"] += 1
                     continue
