@@ -236,6 +236,11 @@ def test_a_bad_catalogue_entry_names_file_id_and_line(tmp_path):
     load_catalogue.cache_clear()
     with pytest.raises(RuleError, match=r"no group \(\?P<w>"):
         load_catalogue(str(bad))
+    bad.write_text('[[error]]\nid = "X-BAD"\nlibrary = "pytorch"\npattern = "ab"\nsource = ["x"]\n'
+                   'meaning = "m"\nsummary = "yes"\n')
+    load_catalogue.cache_clear()
+    with pytest.raises(RuleError, match=r"'summary' must be true or false"):
+        load_catalogue(str(bad))
 
 
 def test_every_catalogue_entry_matches_its_own_example_of_real_text():
@@ -300,3 +305,14 @@ def test_a_pasted_text_that_starts_with_a_dash_is_told_how_to_pass(cli):
                          "- WARNING - llamafactory.model.model_utils.attention - Gemma-2 should use flash attention 2, "
                          "change `flash_attn` to fa2.")
     assert code in (0, 1) and '"llamafactory"' in out
+
+
+def test_a_header_that_announces_reasons_yields_to_them_and_stands_alone_without_them():
+    header = "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:"
+    alone = answer(header)
+    assert alone.cause is not None and alone.cause.id == "XFORMERS-NO-OPERATOR-FOUND"
+    assert any("xformers.info" in fix for fix in alone.cause.fixes)
+    with_reasons = answer(header + "\n     query       : shape=(1, 4096, 8, 40) (torch.float16)\n"
+                          "`cutlassF-pt` is not supported because:\n    xFormers wasn't build with CUDA support\n")
+    assert with_reasons.cause is not None and with_reasons.cause.id == "XFORMERS-NOT-BUILT-WITH-CUDA"
+    assert "XFORMERS-NO-OPERATOR-FOUND" not in {c.id for c in with_reasons.alternatives}

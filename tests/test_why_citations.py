@@ -127,6 +127,8 @@ REAL_TEXTS = [
     ("FA1-EXPECTED-IS-SM", "Dao-AILab/flash-attention csrc/flash_attn/fmha_api.cpp@v1.0.9:211 (no message)",
      "RuntimeError: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got false.",
      {"check": "is_sm90 || is_sm8x || is_sm75"}),
+    ("XFORMERS-NO-OPERATOR-FOUND", "Comfy-Org/ComfyUI-Manager#135",
+     "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:", {}),
     ("SAGEATTENTION-KERNEL-NOT-AVAILABLE", "thu-ml/SageAttention sageattention/core.py@v2.2.0:723",
      "AssertionError: SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.", {}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",

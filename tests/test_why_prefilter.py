@@ -173,6 +173,9 @@ def test_this_rounds_catalogue_entries_where_they_apply_and_where_they_do_not():
     assert "SAGEATTENTION-KERNEL-NOT-AVAILABLE" in ids("SM90 kernel is not available. Make sure you GPUs with compute "
                                                        "capability 9.0.")
     assert "SAGEATTENTION-KERNEL-NOT-AVAILABLE" not in ids("CUDA kernel is not available for this GPU")
+    header = "NotImplementedError: No operator found for `memory_efficient_attention_backward` with inputs:"
+    assert "XFORMERS-NO-OPERATOR-FOUND" in ids(header)
+    assert "XFORMERS-NO-OPERATOR-FOUND" not in ids("No operator found for this attention")
     fa1_bwd = "RuntimeError: Expected is_sm80 to be true, but got false."
     assert "FA1-BWD-HDIM-ABOVE-64-NEEDS-SM80" in ids(fa1_bwd) and "FA1-EXPECTED-IS-SM" not in ids(fa1_bwd)
     arch = "RuntimeError: Expected is_sm8x || is_sm75 to be true, but got false."

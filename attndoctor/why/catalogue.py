@@ -28,7 +28,7 @@ SPECIAL_TARGETS = ("backend", "selected", "env_var")
 """backend: the backend a line is about; selected: the backend a framework says it chose; env_var: NAME=VALUE."""
 TARGETS = CONFIG_TARGETS + ENV_TARGETS + SPECIAL_TARGETS
 KEYS = {"id", "library", "kind", "pattern", "source", "backends", "rules", "facts", "sets", "meaning", "fix",
-        "priority", "parse", "install", "verified", "note", "topic"}
+        "priority", "parse", "install", "verified", "note", "topic", "summary"}
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 
@@ -68,6 +68,9 @@ class CatalogueEntry(NamedTuple):
     """The message as its source writes it, placeholders as `{name}` (index entries only): its words."""
     retired: str = ""
     """The first release read after the message's last one whose same file no longer prints it (index entries only)."""
+    summary: bool = False
+    """A header printed above the reasons it announces (xformers' "No operator found for ..."): a cause only where the
+    text holds none of them, nor any other error or warning."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -196,16 +199,17 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
     for one in topic:
         if one not in TOPICS:
             raise err(f"'topic' must be one of {', '.join(TOPICS)} (or a list of them), got {one!r}")
-    verified, note = table.get("verified", True), table.get("note", "")
-    if not isinstance(verified, bool):
-        raise err("'verified' must be true or false")
+    verified, note, summary = table.get("verified", True), table.get("note", ""), table.get("summary", False)
+    if not isinstance(verified, bool) or not isinstance(summary, bool):
+        raise err(f"'{'summary' if isinstance(verified, bool) else 'verified'}' must be true or false")
     if not isinstance(note, str) or (verified is False and not note):
         raise err("'note' must be text; an entry with verified = false says in its note what could not be confirmed")
     return CatalogueEntry(
         id=ident, library=library, kind=kind, pattern=pattern, source=source,
         backends=_strings(table.get("backends"), "backends", err), rules=_strings(table.get("rules"), "rules", err),
         facts=dict(facts), sets=dict(sets), meaning=meaning, fix=fix, priority=priority, parse=parse, file=file,
-        line=line, install=install, verified=verified, note=note, literals=required_literals(raw), topic=topic)
+        line=line, install=install, verified=verified, note=note, literals=required_literals(raw), topic=topic,
+        summary=summary)
 
 
 def _strings(value: Any, what: str, err: Any) -> tuple[str, ...]:

@@ -574,9 +574,11 @@ def _printed(groups: Mapping[str, str]) -> tuple[str, ...]:
 def _listed_reasons(hits: Sequence[Any]) -> set[tuple[int, str]]:
     """(line, text) of the messages that are part of a longer one on their line: a reason it lists (vLLM's selector
     lists each backend's invalid_reasons), or the first sentence of another release's wording of it, whose whole
-    wording the longer match read."""
+    wording the longer match read; and a header that only announces reasons, where the text holds another problem."""
+    detailed = any(h.entry.kind in ("error", "warning") and not h.entry.summary for h in hits)
     return {(inner.line, inner.text) for outer in hits for inner in hits
-            if inner is not outer and inner.line == outer.line and inner.text and _part_of(inner, outer)}
+            if inner is not outer and inner.line == outer.line and inner.text and _part_of(inner, outer)} | {
+        (h.line, h.text) for h in hits if h.entry.summary and detailed}
 
 
 def _part_of(inner: Any, outer: Any) -> bool:
@@ -592,9 +594,4 @@ def _part_of(inner: Any, outer: Any) -> bool:
 
 def _first_hits(hits: Iterable[Any]) -> list[Any]:
     seen: set[str] = set()
-    out = []
-    for hit in hits:
-        if hit.entry.id not in seen:
-            seen.add(hit.entry.id)
-            out.append(hit)
-    return out
+    return [hit for hit in hits if not (hit.entry.id in seen or seen.add(hit.entry.id))]
