@@ -288,6 +288,15 @@ def test_a_release_fact_applies_where_its_source_says(explain, args, backend, ru
         assert verdict["supported"] is False
 
 
+def test_float8_block_scaling_refuses_fp8_attention_in_every_te_backend(explain):
+    doc = explain(*TE_220, "--gpu", "H100", "--dtype", "fp8", "--fp8-recipe", "block", "--cudnn", "9.21.0")
+    verdicts = {v["backend"]: v for v in doc["results"][0]["verdicts"]}
+    for backend in ("te-flash", "te-fused", "te-unfused"):
+        assert "TE-ALL-FP8-BLOCK-DPA-ASSERT" in {f["rule"] for f in verdicts[backend]["findings"]}, backend
+        assert verdicts[backend]["supported"] is False
+    assert not {f["rule"] for f in verdicts["te-fused"]["findings"]} & FP8_RECIPE_RULES
+
+
 def test_te_unfused_takes_softcap_from_2_20(explain):
     doc = explain(*TE_220, "--gpu", "A100", "--dtype", "bf16", "--softcap", "30", "--cudnn", "9.21.0",
                   "--flash-attn", "2.8.3", exit=0)
