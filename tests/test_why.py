@@ -316,3 +316,11 @@ def test_a_header_that_announces_reasons_yields_to_them_and_stands_alone_without
                           "`cutlassF-pt` is not supported because:\n    xFormers wasn't build with CUDA support\n")
     assert with_reasons.cause is not None and with_reasons.cause.id == "XFORMERS-NOT-BUILT-WITH-CUDA"
     assert "XFORMERS-NO-OPERATOR-FOUND" not in {c.id for c in with_reasons.alternatives}
+
+
+def test_a_tie_between_the_rules_of_one_message_goes_to_the_check_its_words_describe():
+    got = answer("RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
+    assert got.cause is not None and got.cause.id == "FA2-ARCH-PRE-AMPERE"
+    assert "FA2-ARCH-BLACKWELL-PRE-273" in {c.id for c in got.alternatives}
+    assert answer("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", gpu="B200",
+                  flash_attn="2.6.3").cause.id == "FA2-ARCH-BLACKWELL-PRE-273"

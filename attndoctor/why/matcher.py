@@ -216,7 +216,10 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     caller = caller_package(reading.lines)
     if caller:
         out = [with_caller(c, caller) for c in out]
-    out.sort(key=lambda c: (-c.score, c.kind != "advisory", c.id))
+    order: dict[str, int] = {}  # a message's entry lists first the check its words describe: ties go to it
+    for at, rule_id in ((at, rule_id) for linked in links.values() for at, rule_id in enumerate(linked)):
+        order[rule_id] = min(at, order.get(rule_id, at))
+    out.sort(key=lambda c: (-c.score, c.kind != "advisory", order.get(c.id, len(order)), c.id))
     return out
 
 
