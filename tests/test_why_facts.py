@@ -422,3 +422,11 @@ def test_a_head_dim_a_message_says_it_accepts_is_not_the_users(cli):
     assert "hdim" not in json.loads(out)["understood"]["facts"]
     _, out, _ = cli("why", "--no-here", "--format", "json", "training with head_dim=192 fails on the 4090")
     assert json.loads(out)["understood"]["facts"]["hdim"]["value"] == 192
+
+
+def test_a_gpu_or_version_a_requirement_names_is_not_the_machine_the_text_ran_on() -> None:
+    assert "gpu" not in _facts("Head dim > 64 backward requires A100 or H100")
+    assert "gpu" not in _facts("this kernel only supports H100; got capability 8.6")
+    assert _facts("I run on an H100 and it fails with CUDA error: no kernel image")["gpu"] == ("H100", 1)
+    assert _facts("It fails only on RTX 4090 (a 3090 is fine)")["gpu"][0] == "RTX 4090"
+    assert _facts("on a T4. Flash attention requires A100 or newer")["gpu"] == ("T4", 1)

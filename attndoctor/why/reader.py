@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..errors import UsageError
 from ..inputs import MAX_BYTES
@@ -133,6 +133,9 @@ def read_source(text: str | None, log: str | None, stdin: Any) -> str:
     return check_text(text, "the text")
 
 
+_REQUIREMENT = re.compile(r"(?i)\b(?:requires?|required|needs?|only (?:supports?|runs? on|works? on)|"
+                          r"supported (?:only )?on|must (?:be|have)|at least)\b[^.;!?]*$")
+"""Words that turn what follows on the line, up to the end of the sentence, into what a check accepts."""
 _TYPOGRAPHIC = str.maketrans("\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f", "\'\'\'\'\"\"\"\"")
 """Quotes a web page or an editor made curly: libraries print straight ones."""
 
@@ -149,7 +152,7 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     hits += resembling_hits(lines, hits, entries)
     found = _Collected()
     for hit in hits:
-        if not _quoted(hit, hits):
+        if not _quoted(hit, hits, lines):
             found.take(hit)
     from .facts import merge_facts
 
@@ -196,12 +199,15 @@ def _own_words(match: re.Match[str]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _quoted(hit: Hit, hits: list[Hit]) -> bool:
+def _quoted(hit: Hit, hits: list[Hit], lines: Sequence[str]) -> bool:
     """Whether a loose value fact ('fp16' anywhere) is only a word of a library message on its line ("FlashAttention
-    only supports fp16 and bf16"): the message lists what it accepts, not what the user ran."""
+    only supports fp16 and bf16"), or of a requirement the line states in any words ("backward requires A100 or
+    H100"): the text says what is accepted, not what the user ran."""
     if hit.entry.kind != "fact" or hit.wrapped or not hit.groups:
         return False
     start, end = hit.span
+    if hit.entry.library == "text" and 0 < hit.line <= len(lines) and _REQUIREMENT.search(lines[hit.line - 1][:start]):
+        return True
     return any(other.entry.kind != "fact" and other.line == hit.line and
                any(a <= start and end <= b for a, b in other.literal) for other in hits)
 
