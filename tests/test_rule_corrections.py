@@ -273,6 +273,12 @@ SDPA_KV64 = ["--gpu", "H100", "--cudnn", "9.19.0", "--hdim", "64", "--heads", "1
       "--softcap", "30", "--te", "2.19", "--cudnn", "9.21.0"], "te-unfused", {"TE-ALL-NO-SOFTCAP"}, True),
     ([*TE_220, "--gpu", "A100", "--dtype", "bf16", "--softcap", "30", "--cudnn", "9.21.0", "--flash-attn", "2.8.3"],
      "te-fused", {"TE-FUSED-SOFTCAP-220"}, True),
+    # torch 2.15: the FA4 route of SDPA's flash backend checks FlashAttention 4's head dims, not FA2's
+    (["--gpu", "B200", "--torch", "2.15.0", "--hdim", "192", "--hdim-v", "128", "--heads", "16", "--seqlen", "4096",
+      "--dtype", "bf16", "--train", "--sdpa-flash-impl", "fa4"], "sdpa-flash",
+     {"SDPA-FLASH-HEAD-DIM", "SDPA-FLASH-FA4-HDIM-215"}, False),
+    (["--gpu", "B200", "--torch", "2.15.0", "--hdim", "160", "--heads", "16", "--seqlen", "4096", "--dtype", "bf16",
+      "--train", "--sdpa-flash-impl", "fa4"], "sdpa-flash", {"SDPA-FLASH-FA4-HDIM-215"}, True),
     # torch 2.15: SDPA's cuDNN head dim 256 follows the d256 gate of cuDNN
     ([*SDPA_D256, "--torch", "2.15.0", "--cudnn", "9.19.0"], "sdpa-cudnn", {"SDPA-CUDNN-HEAD-DIM-214"}, True),
     ([*SDPA_D256, "--torch", "2.15.0", "--cudnn", "9.23.0"], "sdpa-cudnn", {"SDPA-CUDNN-HEAD-DIM-214"}, False),
