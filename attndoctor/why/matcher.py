@@ -11,6 +11,7 @@ from .candidate import Candidate
 from .fixes import (MIXED_DTYPES_FIX, caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package,
                     own_advice, own_fix, own_requirement, package_of, retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
+from .reader import first_hits
 from .remedies import with_alternative
 from .topics import entry_topics, install_topics, rule_topics, text_topics
 
@@ -217,8 +218,9 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     if caller:
         out = [with_caller(c, caller) for c in out]
     order: dict[str, int] = {}  # a message's entry lists first the check its words describe: ties go to it
-    for at, rule_id in ((at, rule_id) for linked in links.values() for at, rule_id in enumerate(linked)):
-        order[rule_id] = min(at, order.get(rule_id, at))
+    for linked in links.values():
+        for at, rule_id in enumerate(linked):
+            order[rule_id] = min(at, order.get(rule_id, at))
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", order.get(c.id, len(order)), c.id))
     return out
 
@@ -360,7 +362,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     problems = any(h.entry.kind in ("error", "warning") for h in reading.hits)
     evaluated = set(packages)
     listed = _listed_reasons(reading.hits)
-    for hit in _first_hits(h for h in reading.hits if (h.line, h.text) not in listed):
+    for hit in first_hits(h for h in reading.hits if (h.line, h.text) not in listed):
         entry = hit.entry
         if entry.kind == "fact" or entry.indexed and hit.line in curated:
             continue
@@ -594,7 +596,3 @@ def _part_of(inner: Any, outer: Any) -> bool:
     return (inner.entry.library == outer.entry.library and c <= a and b <= d and b - a < d - c and bool(literal)
             and literal in outer.entry.template)
 
-
-def _first_hits(hits: Iterable[Any]) -> list[Any]:
-    seen: set[str] = set()
-    return [hit for hit in hits if not (hit.entry.id in seen or seen.add(hit.entry.id))]

@@ -199,6 +199,14 @@ def _own_words(match: re.Match[str]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def first_hits(hits: Iterable[Hit]) -> list[Hit]:
+    """The first hit of each message, in the text's order."""
+    first: dict[str, Hit] = {}
+    for hit in hits:
+        first.setdefault(hit.entry.id, hit)
+    return list(first.values())
+
+
 def _quoted(hit: Hit, hits: list[Hit], lines: Sequence[str]) -> bool:
     """Whether a loose value fact ('fp16' anywhere) is only a word of a library message on its line ("FlashAttention
     only supports fp16 and bf16"), or of a requirement the line states in any words ("backward requires A100 or
