@@ -4,7 +4,7 @@ Face models of random weights (no download). A table is printed last; details go
     pip install --no-deps --no-build-isolation -e .        # the CLI runs need the installed rules package
     python benchmarks/trace_acceptance_gpu.py all          # everything below
     python benchmarks/trace_acceptance_gpu.py compiled     # the traced program: a torch.compile'd Llama, 3 steps
-    python benchmarks/trace_acceptance_gpu.py overhead --pairs 7 --steps 30
+    python benchmarks/trace_acceptance_gpu.py overhead [--model mistral-4x1024] --pairs 30 --steps 10
 
 - qwen2: left-padded batched generation under sdpa (benchmarks/trace_decides_gpu.py qwen2): the masks are bool, so the
   fp32-mask advisory must read "not hit" on every call;
@@ -15,8 +15,10 @@ Face models of random weights (no download). A table is printed last; details go
 - kernels: the CUDA kernel names each SDPA backend launches, and the backend the profile map gives each;
 - varlen: torch.nn.attention.varlen.varlen_attn traced, where this torch has it;
 - overhead: Mistral-style models (MODELS: 8 layers at 4 x 2048 tokens, GPU-bound; 4 layers at 4 x 1024 tokens, the
-  launch-bound step of issue 26), bf16, AdamW: blocks of steps traced and untraced in interleaved pairs (order
-  alternating), each traced block a fresh trace so its first calls count.
+  launch-bound step of issue 26), bf16, AdamW: short blocks of steps traced and untraced in interleaved pairs (order
+  alternating), each traced block a fresh trace so its first calls count, with the main thread's CPU time per step
+  beside the wall time; then single steps paired (one recorder installed for every other step), whose differences
+  cancel the host's drift step by step.
 """
 
 from __future__ import annotations
@@ -225,9 +227,17 @@ MODELS = {
 (4 layers, 4 x 1024 tokens), both Mistral-style (MistralForCausalLM from a config, random weights)."""
 
 
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return q[0], statistics.median(values), q[2]
+
+
 def overhead(name: str, pairs: int, steps: int) -> tuple[list[tuple[str, str]], dict]:
-    """Interleaved pairs of blocks (untraced, traced; order alternating), mean ms per step of each block, every
-    step of a traced block under a fresh trace (its first calls included)."""
+    """Interleaved pairs of short blocks (untraced, traced; order alternating, so slow drifts of the host and the GPU's
+    clocks fall on both sides), each traced block a fresh trace so its first calls count. Per step: wall time and the
+    main thread's CPU time up to the synchronisation (the host work tracing adds to; it does not count waiting for
+    the GPU). Per pair: traced mean over untraced mean, minus one; the median over pairs is the figure, with the
+    quartiles as its spread."""
     import torch
     from transformers import MistralConfig, MistralForCausalLM
 
@@ -244,41 +254,98 @@ def overhead(name: str, pairs: int, steps: int) -> tuple[list[tuple[str, str]], 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, config.vocab_size, (batch, seqlen), device="cuda")
 
-    def block(traced: bool, count: int = steps) -> list[float]:
-        times = []
+    def block(traced: bool, count: int = steps) -> tuple[list[float], list[float]]:
+        wall, host = [], []
         with (attndoctor.trace() if traced else _Null()):
             for _ in range(count):
                 torch.cuda.synchronize()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 model(input_ids=ids, labels=ids).loss.backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
+                c1 = time.thread_time()
                 torch.cuda.synchronize()
-                times.append((time.perf_counter() - t0) * 1e3)
-        return times
+                wall.append((time.perf_counter() - t0) * 1e3)
+                host.append((c1 - c0) * 1e3)
+        return wall, host
 
-    block(False, 5)  # warm-up: allocator, cuBLAS and cuDNN plans
+    block(False, 10)  # warm-up: allocator, cuBLAS and cuDNN plans
+    block(True, 3)  # the first trace of the process imports the recorder: not a per-run cost
     rows, detail = [], []
     for pair in range(pairs):
         order = (False, True) if pair % 2 == 0 else (True, False)
         got = {flag: block(flag) for flag in order}
-        off, on = statistics.fmean(got[False]), statistics.fmean(got[True])
-        pct = 100.0 * (on / off - 1.0)
+        (off, off_host), (on, on_host) = got[False], got[True]
+        pct = 100.0 * (statistics.fmean(on) / statistics.fmean(off) - 1.0)
+        host_pct = 100.0 * (statistics.fmean(on_host) / statistics.fmean(off_host) - 1.0)
         detail.append({"pair": pair + 1, "order": ["traced" if f else "untraced" for f in order],
-                       "untraced_ms": got[False], "traced_ms": got[True], "untraced_mean": off, "traced_mean": on,
-                       "untraced_median": statistics.median(got[False]), "traced_median": statistics.median(got[True]),
-                       "overhead_pct": pct, "first_step_ms": [got[False][0], got[True][0]]})
+                       "untraced_ms": off, "traced_ms": on, "untraced_host_ms": off_host, "traced_host_ms": on_host,
+                       "untraced_mean": statistics.fmean(off), "traced_mean": statistics.fmean(on),
+                       "overhead_pct": pct, "host_overhead_pct": host_pct,
+                       "first_step_ms": [off[0], on[0]], "later_steps_mean_ms": [statistics.fmean(off[1:] or off),
+                                                                                  statistics.fmean(on[1:] or on)]})
         rows.append((f"{name} pair {pair + 1} ({'off,on' if order[0] is False else 'on,off'})",
-                     f"{off:.2f} vs {on:.2f} ms/step: {pct:+.2f} % (first step {got[False][0]:.1f} vs "
-                     f"{got[True][0]:.1f})"))
-    median = statistics.median(d["overhead_pct"] for d in detail)
+                     f"{statistics.fmean(off):.2f} vs {statistics.fmean(on):.2f} ms/step: {pct:+.2f} % (host "
+                     f"{host_pct:+.2f} %; first step {off[0]:.1f} vs {on[0]:.1f})"))
+    steady = paired_steps(model, opt, ids, pairs * steps)
+    low, median, high = _quartiles([d["overhead_pct"] for d in detail])
+    host_low, host_median, host_high = _quartiles([d["host_overhead_pct"] for d in detail])
+    first = statistics.median(d["first_step_ms"][1] / d["later_steps_mean_ms"][1] for d in detail)
+    first_off = statistics.median(d["first_step_ms"][0] / d["later_steps_mean_ms"][0] for d in detail)
     summary = {"model": f"{name}: MistralForCausalLM {MODELS[name]}, bf16, AdamW", "pairs": detail,
-               "steps_per_block": steps, "median_overhead_pct": median, "gpu": torch.cuda.get_device_name(),
-               "torch": torch.__version__}
+               "steps_per_block": steps, "median_overhead_pct": median, "overhead_quartiles_pct": [low, high],
+               "median_host_overhead_pct": host_median, "host_overhead_quartiles_pct": [host_low, host_high],
+               "first_step_ratio": {"traced": first, "untraced": first_off}, "paired_steps": steady,
+               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     (OUT / f"overhead-{name}.json").write_text(json.dumps(summary, indent=1))
-    rows.append((f"{name} overhead median", f"{median:+.2f} % over {pairs} pairs of {steps}-step blocks "
-                 f"({'PASS' if median <= 3 else 'FAIL'} <= 3 %)"))
+    rows.append((f"{name} overhead median", f"{median:+.2f} % (quartiles {low:+.2f} to {high:+.2f}) over {pairs} "
+                 f"pairs of {steps}-step blocks ({'PASS' if median <= 3 else 'FAIL'} <= 3 %); host CPU "
+                 f"{host_median:+.2f} % ({host_low:+.2f} to {host_high:+.2f}); first step / later steps: traced "
+                 f"{first:.2f}, untraced {first_off:.2f}"))
+    low_ms, high_ms = steady["difference_quartiles_ms"]
+    rows.append((f"{name} paired steps", f"{steady['overhead_pct']:+.2f} % (median of {steady['pairs']} step-to-step "
+                 f"differences over the median untraced step, {steady['untraced_median_ms']:.2f} ms; quartiles of the "
+                 f"differences {low_ms:+.3f} to {high_ms:+.3f} ms)"))
     return rows, summary
+
+
+def paired_steps(model, opt, ids, pairs: int) -> dict:
+    """The settled overhead, with drift cancelled step by step: one recorder, installed for every other step (the
+    order alternating per pair), so each traced step is compared with the untraced step beside it; the median of
+    the pairs' differences over the median untraced step. The untraced step is installed and removed before it
+    starts, so that both steps follow the same work."""
+    import torch
+
+    from attndoctor.trace.recorder import Recorder
+
+    recorder = Recorder()
+
+    def step(traced: bool) -> float:
+        recorder.install()  # before both steps alike: installing disturbs the host's caches, not the step itself
+        if not traced:
+            recorder.uninstall()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        took = (time.perf_counter() - t0) * 1e3
+        if traced:
+            recorder.uninstall()
+        return took
+
+    step(True)
+    diffs, untraced = [], []
+    for pair in range(pairs):
+        order = (False, True) if pair % 2 == 0 else (True, False)
+        got = {flag: step(flag) for flag in order}
+        diffs.append(got[True] - got[False])
+        untraced.append(got[False])
+    base = statistics.median(untraced)
+    low, mid, high = _quartiles(diffs)
+    return {"pairs": pairs, "overhead_pct": 100.0 * mid / base, "untraced_median_ms": base,
+            "difference_median_ms": mid, "difference_quartiles_ms": [low, high], "differences_ms": diffs}
 
 
 def run_all(args) -> None:
@@ -306,15 +373,17 @@ def run_all(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("all", "compiled", "overhead"))
-    parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--model", action="append", choices=sorted(MODELS), help="overhead: this model only")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     if args.command == "compiled":
         compiled_program()
     elif args.command == "overhead":
-        for key, value in overhead("mistral-8x2048", args.pairs, args.steps)[0]:
-            print(f"{key:28s} {value}")
+        for name in args.model or list(MODELS):
+            for key, value in overhead(name, args.pairs, args.steps)[0]:
+                print(f"{key:28s} {value}")
     else:
         run_all(args)
 

@@ -216,3 +216,18 @@ def test_bench_without_a_gpu_says_nothing_was_timed(tmp_path):
     doc = json.loads(report.read_text())
     assert any("--bench needs a CUDA GPU" in n for n in doc["trace"]["notes"])
     assert all("faster" not in c for c in doc["calls"])
+
+
+def test_backward_is_counted_per_run_and_absent_where_backward_never_ran():
+    import torch.nn.functional as F
+
+    import attndoctor
+
+    q = torch.randn(1, 2, 16, 8, requires_grad=True)
+    with attndoctor.trace() as t:
+        for _ in range(4):
+            F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()  # TRAINED
+        F.scaled_dot_product_attention(q, q, q)  # NEVER-BACKWARD
+    by_phase = {(c["phase"], c["config"]["mask"]): c for c in t.calls}
+    assert by_phase["forward", "causal"]["count"] == 4 and by_phase["backward", "causal"]["count"] == 4
+    assert by_phase["forward", "none"]["count"] == 1 and ("backward", "none") not in by_phase

@@ -1,0 +1,209 @@
+"""Where a traced training step spends the host time tracing adds: cProfile of untraced and traced steps of the
+launch-bound Mistral-style model (benchmarks/trace_acceptance_gpu.py MODELS), the recorder's functions listed.
+
+    python benchmarks/trace_profile_gpu.py [--model mistral-4x1024] [--steps 40]
+    python benchmarks/trace_profile_gpu.py --variants [--rounds 30]   # which part of the recorder costs what
+
+--variants pairs single steps, one untraced and one with a variant installed (the order alternating): the recorder,
+the recorder without its backward hooks, without its optimizer hook, installed with SDPA unwrapped, and a bare
+pass-through wrapper around scaled_dot_product_attention; the median difference per variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+OUT = Path(os.environ.get("OUT", "trace-profile-out"))
+
+
+def main() -> None:
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM
+
+    import attndoctor
+    from trace_acceptance_gpu import MODELS
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mistral-4x1024", choices=sorted(MODELS))
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    shape = dict(MODELS[args.model])
+    batch, seqlen = shape.pop("batch"), shape.pop("seqlen")
+    config = MistralConfig(max_position_embeddings=4096, **shape)
+    config._attn_implementation = "sdpa"
+    model = MistralForCausalLM(config).to("cuda", torch.bfloat16).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, config.vocab_size, (batch, seqlen), device="cuda")
+
+    def steps(count: int) -> None:
+        for _ in range(count):
+            model(input_ids=ids, labels=ids).loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+
+    steps(10)
+    if args.variants:
+        return variants(steps, args.rounds)
+    for traced in (False, True):
+        with (attndoctor.trace() if traced else _Null()) as t:
+            steps(3)
+            profile = cProfile.Profile()
+            profile.enable()
+            steps(args.steps)
+            profile.disable()
+        text = io.StringIO()
+        stats = pstats.Stats(profile, stream=text)
+        stats.sort_stats("tottime").print_stats(40)
+        name = "traced" if traced else "untraced"
+        (OUT / f"profile-{name}.txt").write_text(text.getvalue())
+        total = stats.total_tt
+        ours = sum(v[2] for k, v in stats.stats.items() if "attndoctor" in k[0])
+        print(f"{name}: {1e3 * total / args.steps:.2f} ms of profiled host time a step; attndoctor's own "
+              f"{1e3 * ours / args.steps:.3f} ms a step")
+        if traced:
+            for call in t.calls:
+                print(f"  {call['phase']:8} {call['count']:5} {call['site']} {call['module']} {call['op']}")
+
+
+def variants(steps, rounds: int) -> None:
+    """Single steps paired with untraced ones (order alternating), per variant of what is installed."""
+    import json
+    import statistics
+    import time
+
+    import torch
+    import torch.nn.functional as F
+    import torch.optim.optimizer as optimizer_module
+
+    from attndoctor.trace.fields import _sdpa_flags, _sdpa_signature
+    from attndoctor.trace.recorder import Recorder
+
+    def recorder(patches=None):
+        rec = Recorder()  # one per variant, settled by its warm-up steps as in a long run
+
+        def install():
+            saved = {}
+            for (owner, attr), value in (patches or {}).items():
+                saved[owner, attr] = getattr(owner, attr)
+                setattr(owner, attr, value)
+            rec.install()
+
+            def remove():
+                rec.uninstall()
+                for (owner, attr), value in saved.items():
+                    setattr(owner, attr, value)
+            return remove
+        return install
+
+    def bare():
+        original = F.scaled_dot_product_attention
+
+        def scaled_dot_product_attention(*args, **kwargs):
+            return original(*args, **kwargs)
+
+        F.scaled_dot_product_attention = scaled_dot_product_attention
+
+        def remove():
+            F.scaled_dot_product_attention = original
+        return remove
+
+    def wrapper_doing(work, hook=False):
+        def install():
+            original = F.scaled_dot_product_attention
+
+            def scaled_dot_product_attention(q, k, v, *args, **kwargs):
+                work(q, k, v)
+                out = original(q, k, v, *args, **kwargs)
+                if hook and out.grad_fn is not None:
+                    out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: None)
+                return out
+
+            F.scaled_dot_product_attention = scaled_dot_product_attention
+
+            def remove():
+                F.scaled_dot_product_attention = original
+            return remove
+        return install
+
+    probe = Recorder()
+    probe._refresh_skip()
+
+    def site_walk(q, k, v):
+        probe._site_and_module()
+
+    def signature(q, k, v):
+        (_sdpa_flags(torch), _sdpa_signature(q, k, v, None, 0.0, True, None, False))
+
+    def no_step_hook(*_):
+        raise ImportError("left out")
+
+    plain = recorder()
+
+    def installed_without_sdpa():
+        remove = plain()
+        wrapper = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = wrapper.__wrapped__
+
+        def undo():
+            F.scaled_dot_product_attention = wrapper
+            remove()
+        return undo
+
+    kinds = {"traced": recorder(), "no-backward-hooks": recorder({(Recorder, "_backward"): lambda *a, **k: None}),
+             "no-optimizer-hook": recorder({(optimizer_module, "register_optimizer_step_post_hook"): no_step_hook}),
+             "installed-sdpa-unwrapped": installed_without_sdpa, "bare-wrapper": bare,
+             "wrapper-with-empty-backward-hook": wrapper_doing(lambda *a: None, hook=True),
+             "wrapper-walking-the-stack": wrapper_doing(site_walk),
+             "wrapper-reading-flags-and-shapes": wrapper_doing(signature)}
+    result = {}
+    for name, install in kinds.items():
+        remove = install()
+        steps(2)
+        remove()
+        diffs, base = [], []
+        for pair in range(rounds):
+            got = {}
+            for flag in ((False, True) if pair % 2 == 0 else (True, False)):
+                remove = install()  # before both steps alike: installing disturbs the host's caches
+                if not flag:
+                    remove()
+                    remove = None
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                steps(1)
+                got[flag] = (time.perf_counter() - t0) * 1e3
+                if remove:
+                    remove()
+            diffs.append(got[True] - got[False])
+            base.append(got[False])
+        q = statistics.quantiles(diffs, n=4)
+        result[name] = {"median_ms": statistics.median(diffs), "quartiles_ms": [q[0], q[2]],
+                        "pct": 100 * statistics.median(diffs) / statistics.median(base), "diffs": diffs}
+        print(f"{name:26} {result[name]['median_ms']:+.3f} ms a step ({result[name]['pct']:+.2f} %), quartiles "
+              f"{q[0]:+.3f} to {q[2]:+.3f} ms, over {rounds} pairs")
+    (OUT / "variants.json").write_text(json.dumps(result))
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return None
+
+
+if __name__ == "__main__":
+    main()
