@@ -3,6 +3,7 @@ launch-bound Mistral-style model (benchmarks/trace_acceptance_gpu.py MODELS), th
 
     python benchmarks/trace_profile_gpu.py [--model mistral-4x1024] [--steps 40]
     python benchmarks/trace_profile_gpu.py --variants [--rounds 30]   # which part of the recorder costs what
+    python benchmarks/trace_profile_gpu.py --parts                    # each part of a call's bookkeeping, timed
 
 --variants pairs single steps, one untraced and one with a variant installed (the order alternating): the recorder,
 the recorder without its backward hooks, without its optimizer hook, installed with SDPA unwrapped, and a bare
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--model", default="mistral-4x1024", choices=sorted(MODELS))
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--parts", action="store_true")
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -57,6 +59,8 @@ def main() -> None:
     steps(10)
     if args.variants:
         return variants(steps, args.rounds)
+    if args.parts:
+        return parts(steps)
     for traced in (False, True):
         with (attndoctor.trace() if traced else _Null()) as t:
             steps(3)
@@ -195,6 +199,61 @@ def variants(steps, rounds: int) -> None:
         print(f"{name:26} {result[name]['median_ms']:+.3f} ms a step ({result[name]['pct']:+.2f} %), quartiles "
               f"{q[0]:+.3f} to {q[2]:+.3f} ms, over {rounds} pairs")
     (OUT / "variants.json").write_text(json.dumps(result))
+
+
+def parts(steps) -> None:
+    """Microseconds per call of each piece of the recorder's fast path, timed inside the model's own SDPA calls (the
+    real stack and CUDA tensors), 2,000 repetitions each."""
+    import time
+
+    import torch
+    import torch.nn.functional as F
+
+    from attndoctor.trace.fields import _sdpa_flags, _sdpa_signature, fused_qkv
+    from attndoctor.trace.recorder import Recorder
+
+    rec = Recorder()
+    rec._refresh_skip()
+    rec._site_and_module()
+    pieces = {
+        "site and module (stack walk)": lambda q, k, v: rec._site_and_module(),
+        "sdpa flags": lambda q, k, v: _sdpa_flags(torch),
+        "signature (shapes, strides, fused)": lambda q, k, v: _sdpa_signature(q, k, v, None, 0.0, True, None, False),
+        "fused_qkv (untyped_storage)": lambda q, k, v: fused_qkv(q, k, v),
+        "untyped_storage() x3": lambda q, k, v: [t.untyped_storage().data_ptr() for t in (q, k, v)],
+        "data_ptr - offset x3": lambda q, k, v: [t.data_ptr() - t.storage_offset() * t.element_size()
+                                                 for t in (q, k, v)],
+        "q.device": lambda q, k, v: q.device,
+        "stride() x3": lambda q, k, v: [t.stride() for t in (q, k, v)],
+        "tuple(shape) x3": lambda q, k, v: [tuple(t.shape) for t in (q, k, v)],
+        "grad_fn.register_hook": None,
+    }
+    timings: dict[str, list[float]] = {name: [] for name in pieces}
+    original = F.scaled_dot_product_attention
+
+    def scaled_dot_product_attention(q, k, v, *args, **kwargs):
+        for name, piece in pieces.items():
+            if piece is None:
+                continue
+            t0 = time.perf_counter_ns()
+            for _ in range(2000):
+                piece(q, k, v)
+            timings[name].append((time.perf_counter_ns() - t0) / 2000 / 1e3)
+        out = original(q, k, v, *args, **kwargs)
+        if out.grad_fn is not None:
+            t0 = time.perf_counter_ns()
+            for _ in range(200):
+                out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: None)
+            timings["grad_fn.register_hook"].append((time.perf_counter_ns() - t0) / 200 / 1e3)
+        return out
+
+    F.scaled_dot_product_attention = scaled_dot_product_attention
+    try:
+        steps(1)
+    finally:
+        F.scaled_dot_product_attention = original
+    for name, values in timings.items():
+        print(f"{name:38} {min(values):8.2f} us a call (min over the step's {len(values)} calls)")
 
 
 class _Null:
