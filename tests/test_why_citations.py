@@ -131,6 +131,19 @@ REAL_TEXTS = [
      "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:", {}),
     ("SAGEATTENTION-KERNEL-NOT-AVAILABLE", "thu-ml/SageAttention sageattention/core.py@v2.2.0:723",
      "AssertionError: SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.", {}),
+    ("ONNX-EXPORT-SDPA-OPSET", "pytorch/pytorch#106612 (torch 2.0, opset 17)",
+     "UnsupportedOperatorError: Exporting the operator 'aten::scaled_dot_product_attention' to ONNX opset version 17 "
+     "is not supported. Please feel free to request support or submit a pull request on PyTorch GitHub.",
+     {"opset": "17"}),
+    ("ONNX-EXPORT-SDPA-OPSET", "huggingface/setfit#560 (torch 2.4.1, opset 12)",
+     "UnsupportedOperatorError: Exporting the operator 'aten::scaled_dot_product_attention' to ONNX opset version 12 "
+     "is not supported. Support for this operator was added in version 14, try exporting with this version.",
+     {"opset": "12"}),
+    ("FA-TRITON-OPS-NEED-TORCH-26", "Dao-AILab/flash-attention#2037 (flash-attn 2.8.3 wheel for torch 2.5)",
+     "AttributeError: module 'torch.library' has no attribute 'wrap_triton'", {}),
+    ("FA-TRITON-OPS-NEED-TORCH-26", "flash_attn/utils/library.py@sdist:flash_attn-2.8.3:7 imported on torch 2.5.1 "
+     "(Python's ImportError wording)", "ImportError: cannot import name 'set_wrap_triton_enabled' from "
+     "'torch._library.triton' (/usr/lib/python3/site-packages/torch/_library/triton.py)", {}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",

@@ -143,7 +143,8 @@ def test_a_loader_message_naming_no_file_is_fixed_in_the_package_the_facts_point
     cause = json.loads(out)["cause"]
     assert "install-abi" in cause["topics"] and cause["fixes"][0].startswith("reinstall flash-attn built for")
     code, out, err = cli("why", "--no-here", "--format", "json", "--", "ImportError: undefined symbol: _ZN3c104cuda9SetDeviceEi")
-    assert "the package that ships the file" in json.loads(out)["cause"]["fixes"][0]
+    fix = json.loads(out)["cause"]["fixes"][0]  # no file and no facts: the traceback's import says whose it is
+    assert fix.startswith("reinstall the package whose compiled extension the program was importing") and "file" not in fix
 
 
 def test_bfloat16_refused_for_the_gpu_is_fixed_by_float16(cli):
@@ -316,3 +317,45 @@ def test_s_aux_is_the_attention_sinks_argument(cli):
     _, out, _ = cli("why", "--no-here", "--format", "json",
                     "TypeError: flash_attn_varlen_func() got an unexpected keyword argument 's_aux'")
     assert "sinks" in json.loads(out)["cause"]["topics"]
+
+
+def cause_of(cli, text: str, *flags: str) -> dict:
+    code, out, err = cli("why", "--no-here", "--format", "json", *flags, "--", text)
+    assert code in (0, 1), err
+    return json.loads(out)["cause"]
+
+
+def test_flash_attn_28_triton_ops_on_torch_25_are_fixed_by_torch_26_or_flash_attn_274(cli):
+    """Dao-AILab/flash-attention#2037: the generic module-attribute entry matches too; the specific one says why."""
+    cause = cause_of(cli, "AttributeError: module 'torch.library' has no attribute 'wrap_triton'")
+    assert cause["id"] == "FA-TRITON-OPS-NEED-TORCH-26"
+    assert "upgrade torch to 2.6" in cause["fixes"][0] and "2.7.4.post1" in cause["fixes"][0]
+
+
+def test_another_torch_module_attribute_is_a_release_mismatch_of_torch(cli):
+    cause = cause_of(cli, "AttributeError: module 'torch' has no attribute 'float8_e4m3fn'")
+    assert cause["id"] == "PY-MODULE-NO-ATTRIBUTE-ATTENTION" and "version-mismatch" in cause["topics"]
+    assert cause["fixes"][0].startswith("install the torch release the code was written for")
+
+
+def test_onnx_export_of_sdpa_is_fixed_by_torch_21_and_opset_14(cli):
+    """pytorch/pytorch#106612 (torch 2.0, opset 17)."""
+    cause = cause_of(cli, "torch.onnx.errors.UnsupportedOperatorError: Exporting the operator "
+                          "'aten::scaled_dot_product_attention' to ONNX opset version 17 is not supported.")
+    assert cause["id"] == "ONNX-EXPORT-SDPA-OPSET" and "opset_version=14" in cause["fixes"][0]
+
+
+def test_an_error_in_its_own_words_is_fixed_in_the_package_whose_frame_raised_it(cli):
+    text = ('Traceback (most recent call last):\n  File "/home/u/train.py", line 3, in <module>\n    run()\n'
+            '  File "/opt/venv/lib/python3.10/site-packages/somekernels/attn.py", line 40, in run\n'
+            '    raise RuntimeError(msg)\n'
+            'RuntimeError: this build supports only head_dim=128, got 64')
+    assert "what somekernels accepts" in cause_of(cli, text)["fixes"][-1]
+    bare = cause_of(cli, text.splitlines()[-1])
+    assert "the library that printed it" in bare["fixes"][-1]
+
+
+def test_compute_capabilities_in_the_plural_are_about_the_gpu(cli):
+    cause = cause_of(cli, "NotImplementedError: this model is only allowed on devices with the following compute "
+                          "capabilities: [90, 100], got 80.")
+    assert cause["topics"][0] == "gpu-arch"

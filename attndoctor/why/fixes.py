@@ -11,8 +11,8 @@ FIX_BY_TOPIC = {
     "install-missing": "install {library} (a build for this torch, CUDA and Python), or let another backend take the call",
     "install-abi": "reinstall {library} built for the installed torch, CUDA and C++ ABI, or pin (downgrade) {library} "
                    "to the release whose published build matches them",
-    "install-arch": "install a {library} build that includes this GPU's architecture",
-    "version-mismatch": "install the {library} release the message asks for (the versions it names)",
+    "install-arch": "install a build of {library} that includes this GPU's architecture",
+    "version-mismatch": "install the release of {library} that the message asks for (the versions it names)",
     "gpu-arch": "run on a GPU {library} supports, or let another backend take the call",
     # torch/nn/functional.py@v2.5.0 scaled_dot_product_attention(..., enable_gqa=False)
     "gqa": "give key and value as many heads as the query (repeat_interleave them by num_heads // num_kv_heads, as "
@@ -205,6 +205,23 @@ def caller_package(lines: Sequence[str]) -> str:
     return ""
 
 
+UNNAMED_EXTENSION_FIX = (
+    "reinstall the package whose compiled extension the program was importing (the traceback's last import names it; in "
+    "attention code most often flash-attn or xformers) built for the installed torch, CUDA and C++ ABI, or pin it to "
+    "the release whose published build matches them")
+"""The fix for a loader's message that names no file: the line alone cannot say whose extension it is."""
+
+def raising_package(lines: Sequence[str], before: int) -> str:
+    """The package whose code raised the error on line `before` (1-based): the innermost traceback frame above it, when
+    that frame lies in an installed package or an app's folder; '' for the program's own code or no frame."""
+    frames = [found["path"] for found in map(_FRAME.match, lines[:max(0, before - 1)]) if found]
+    if not frames:
+        return ""
+    found = _FRAME_PACKAGE.search(frames[-1]) or _APP.search(frames[-1])
+    package = found["package"] if found else ""
+    return "" if package.endswith((".py", ".egg", ".pth")) else package
+
+
 NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b", re.I)
 """A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet")."""
 
@@ -216,8 +233,10 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
 
     library = LABELS.get(entry.library, entry.library)
     if entry.library == "loader":  # the loader prints it for any extension: the fix is the package's that ships it
-        library = (shipped_by(text) or backend_package(backends, packages)
-                   or "the package that ships the file the message names")
+        library = shipped_by(text) or backend_package(backends, packages)
+        if not library and list(topics[:1]) == ["install-abi"]:
+            return UNNAMED_EXTENSION_FIX
+        library = library or "the package that ships the file the message names"
     if topics and topics[0].startswith("install-") and entry.library != "loader":
         # a missing package is the one the message names (diffusers: xformers is not installed); a broken one, that of
         # the backend the message is about ("Your Flash Attention 2 installation seems to be broken. Using Xformers")

@@ -7,7 +7,7 @@ import re
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
-from .fixes import backend_package, generic_fix, own_advice
+from .fixes import backend_package, generic_fix, own_advice, raising_package
 from .topics import text_topics
 
 _RAISED = re.compile(
@@ -87,10 +87,14 @@ def shape_topics(message: str) -> tuple[str, ...]:
     return ()
 
 
+PRINTER = "the library that printed it"
+"""Who printed a line when no traceback frame shows whose code raised it."""
+
+
 class _Printer(NamedTuple):
     """Who printed the line, as generic_fix asks for it: nobody the index knows."""
 
-    library: str = "the library that printed it"
+    library: str = PRINTER
     note: str = ""
     source: tuple[str, ...] = ()
 
@@ -205,6 +209,7 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
             reason = f"line {number} is an error no known message or rule explains; its own words are about: {kinds}"
             title = f"the error on line {number} names its check itself"
             cause = f"the error on line {number} says what it checks ({kinds}): {message[:200]}"
-            fixes = (*advice, generic_fix(_Printer(note=message[:160]), topics, backends, message, packages))
+            printer = _Printer(library=raising_package(reading.lines, number) or PRINTER, note=message[:160])
+            fixes = (*advice, generic_fix(printer, topics, backends, message, packages))
     return Candidate(id="ERROR-OWN-WORDS", kind="words", score=score, reasons=(reason,), title=title, cause=cause,
                      fixes=fixes, backends=backends, applies=None, lines=(number,), topics=topics)

@@ -28,7 +28,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
      r"(?:\b|_)d_?(?:qk|vo?)\b|tmem", "head-dim"),
     # transformers' "request support for this architecture" / "The current architecture does not support ..." is the
     # model's architecture
-    (r"compute capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|"
+    (r"compute capabilit(?:y|ies)|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|"
      r"(?<!support for this )(?<!current )\barch", "gpu-arch"),
     (r"\bdtype|\bdata type|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2|kv[_ -]?cache[_ -]?dtype", "fp8"),
