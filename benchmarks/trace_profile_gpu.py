@@ -27,10 +27,6 @@ OUT = Path(os.environ.get("OUT", "trace-profile-out"))
 
 
 def main() -> None:
-    import torch
-    from transformers import MistralConfig, MistralForCausalLM
-
-    import attndoctor
     from trace_acceptance_gpu import MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,6 +36,12 @@ def main() -> None:
     parser.add_argument("--parts", action="store_true")
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
+
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM
+
+    import attndoctor
+
     OUT.mkdir(parents=True, exist_ok=True)
     shape = dict(MODELS[args.model])
     batch, seqlen = shape.pop("batch"), shape.pop("seqlen")
