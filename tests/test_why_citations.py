@@ -144,6 +144,11 @@ REAL_TEXTS = [
     ("FA-TRITON-OPS-NEED-TORCH-26", "flash_attn/utils/library.py@sdist:flash_attn-2.8.3:7 imported on torch 2.5.1 "
      "(Python's ImportError wording)", "ImportError: cannot import name 'set_wrap_triton_enabled' from "
      "'torch._library.triton' (/usr/lib/python3/site-packages/torch/_library/triton.py)", {}),
+    ("TE-PYTORCH-SUBMODULE-NOT-IMPORTED", "huggingface/peft#3081 (transformer_engine[core] only)",
+     "E       AttributeError: module 'transformer_engine' has no attribute 'pytorch'", {}),
+    ("LOADER-TORCH-SPLIT-CUDA-LIBRARY-MISSING", "MCG-NJU/SparseBEV#83 (mmcv-full 1.6.0 on torch 2.0.0)",
+     "ImportError: libtorch_cuda_cu.so: cannot open shared object file: No such file or directory",
+     {"lib": "libtorch_cuda_cu.so"}),
     ("TORCH-DRIVER-TOO-OLD", "googlecolab/colabtools#1685",
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",

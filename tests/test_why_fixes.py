@@ -359,3 +359,23 @@ def test_compute_capabilities_in_the_plural_are_about_the_gpu(cli):
     cause = cause_of(cli, "NotImplementedError: this model is only allowed on devices with the following compute "
                           "capabilities: [90, 100], got 80.")
     assert cause["topics"][0] == "gpu-arch"
+
+
+def test_transformer_engine_without_pytorch_is_a_broken_install_whose_hidden_error_is_shown(cli):
+    """TransformerEngine's __init__ swallows the ImportError of its pytorch part (transformer_engine/__init__.py)."""
+    cause = cause_of(cli, "AttributeError: module 'transformer_engine' has no attribute 'pytorch'")
+    assert cause["id"] == "TE-PYTORCH-SUBMODULE-NOT-IMPORTED" and cause["topics"] == ["install-abi"]
+    assert 'python -c "import transformer_engine.pytorch"' in cause["fixes"][0]
+    other = cause_of(cli, "AttributeError: module 'transformer_engine' has no attribute 'jax'")
+    assert other["id"] == "PY-MODULE-NO-ATTRIBUTE-ATTENTION"
+
+
+def test_torch_113s_split_cuda_library_missing_is_an_extension_built_for_another_torch(cli):
+    """The loader names torch's library, but the package to reinstall is the extension that asked for it."""
+    text = ('  File "/opt/conda/lib/python3.8/site-packages/flash_attn/ops/layer_norm.py", line 7, in <module>\n'
+            "    import dropout_layer_norm\n"
+            "ImportError: libtorch_cuda_cu.so: cannot open shared object file: No such file or directory")
+    cause = cause_of(cli, text)
+    assert cause["id"] == "LOADER-TORCH-SPLIT-CUDA-LIBRARY-MISSING" and cause["topics"] == ["install-abi"]
+    assert cause["fixes"][0].startswith("reinstall the extension that failed to load")
+    assert not cause["fixes"][0].startswith("reinstall torch")
