@@ -61,11 +61,14 @@ def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
 
 
 def test_a_frameworks_message_about_sdpa_gets_the_frameworks_other_attention() -> None:
-    """transformers' message about SDPA itself leaves eager; one about flash-attn names SDPA first."""
+    """transformers' message about SDPA itself leaves eager; one about flash-attn names SDPA first and what it turns
+    off; one about no backend in particular, another attention."""
     about_sdpa = with_alternative((), ("sdpa-flash",), "transformers")[-1]
     assert 'attn_implementation="eager"' in about_sdpa and '"sdpa"' not in about_sdpa
-    assert with_alternative((), ("flash-attn-2",), "transformers")[-1].startswith(
-        'use another attention: attn_implementation="sdpa"')
+    about_flash = with_alternative((), ("flash-attn-2",), "transformers")[-1]
+    assert about_flash.startswith('disable flash-attn for this model: attn_implementation="sdpa"')
+    assert '"flash_attention_2"' in about_flash
+    assert with_alternative((), (), "transformers")[-1].startswith('use another attention: attn_implementation="sdpa"')
 
 
 def test_the_alternative_is_the_first_backend_with_a_remedy_and_comes_once() -> None:
