@@ -200,8 +200,9 @@ def _entry(table: dict[str, Any], file: str, text: str) -> CatalogueEntry:
         if one not in TOPICS:
             raise err(f"'topic' must be one of {', '.join(TOPICS)} (or a list of them), got {one!r}")
     verified, note, summary = table.get("verified", True), table.get("note", ""), table.get("summary", False)
-    if not isinstance(verified, bool) or not isinstance(summary, bool):
-        raise err(f"'{'summary' if isinstance(verified, bool) else 'verified'}' must be true or false")
+    for name, value in (("verified", verified), ("summary", summary)):
+        if not isinstance(value, bool):
+            raise err(f"'{name}' must be true or false")
     if not isinstance(note, str) or (verified is False and not note):
         raise err("'note' must be text; an entry with verified = false says in its note what could not be confirmed")
     return CatalogueEntry(

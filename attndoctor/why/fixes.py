@@ -191,17 +191,30 @@ _APP = re.compile(r"[/\\](?P<package>stable-diffusion-webui[\w.\-]*|ComfyUI|Fooo
 """The apps people run attention through from a folder of their own, not as an installed package."""
 
 
+def _frame_paths(lines: Sequence[str]) -> list[str]:
+    """The file of each traceback frame the lines show, outermost first."""
+    return [found["path"] for found in map(_FRAME.match, lines) if found]
+
+
+def _frame_package(path: str) -> str:
+    """What a traceback frame's file lies in under site-packages, an app's plugin folder or an app's own folder (a
+    lone module's file name included, see LONE); '' for any other file."""
+    found = _FRAME_PACKAGE.search(path) or _APP.search(path)
+    return found["package"] if found else ""
+
+
+LONE = (".py", ".egg", ".pth")
+"""Endings of what lies directly in site-packages without being a package of its own."""
+
+
 def caller_package(lines: Sequence[str]) -> str:
     """The package whose code made the failing call: the innermost traceback frame outside the called libraries,
     when that frame lies in an installed package, an app's plugin folder (custom_nodes, extensions) or an app's own
     folder (ComfyUI, stable-diffusion-webui); '' when it is the program's own code or no frame is shown."""
-    frames = [found["path"] for found in map(_FRAME.match, lines) if found]
-    for path in reversed(frames):
-        found = _FRAME_PACKAGE.search(path) or _APP.search(path)
-        package = found["package"] if found else ""
-        if package.split(".")[0].lower() in CALLED:
-            continue
-        return "" if package.endswith((".py", ".egg", ".pth")) else package
+    for path in reversed(_frame_paths(lines)):
+        package = _frame_package(path)
+        if package.split(".")[0].lower() not in CALLED:
+            return "" if package.endswith(LONE) else package
     return ""
 
 
@@ -211,15 +224,13 @@ UNNAMED_EXTENSION_FIX = (
     "the release whose published build matches them")
 """The fix for a loader's message that names no file: the line alone cannot say whose extension it is."""
 
+
 def raising_package(lines: Sequence[str], before: int) -> str:
     """The package whose code raised the error on line `before` (1-based): the innermost traceback frame above it, when
     that frame lies in an installed package or an app's folder; '' for the program's own code or no frame."""
-    frames = [found["path"] for found in map(_FRAME.match, lines[:max(0, before - 1)]) if found]
-    if not frames:
-        return ""
-    found = _FRAME_PACKAGE.search(frames[-1]) or _APP.search(frames[-1])
-    package = found["package"] if found else ""
-    return "" if package.endswith((".py", ".egg", ".pth")) else package
+    frames = _frame_paths(lines[:max(0, before - 1)])
+    package = _frame_package(frames[-1]) if frames else ""
+    return "" if package.endswith(LONE) else package
 
 
 NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b", re.I)
