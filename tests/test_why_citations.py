@@ -180,3 +180,22 @@ def test_an_unverified_entry_says_what_was_tried():
     for entry in load_catalogue():
         if not entry.verified:
             assert len(entry.note) > 40, entry.id
+
+
+NEAR_MISSES = [
+    ("ONNX-EXPORT-SDPA-OPSET", "UnsupportedOperatorError: Exporting the operator 'aten::softmax' to ONNX opset version "
+     "12 is not supported."),
+    ("FA-TRITON-OPS-NEED-TORCH-26", "AttributeError: module 'torch.library' has no attribute 'custom_op'"),
+    ("TE-PYTORCH-SUBMODULE-NOT-IMPORTED", "AttributeError: module 'transformer_engine' has no attribute 'jax'"),
+    ("LOADER-TORCH-SPLIT-CUDA-LIBRARY-MISSING",
+     "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory"),
+    ("PY-MODULE-NO-ATTRIBUTE-ATTENTION", "AttributeError: module 'transformer_engine' has no attribute 'pytorch'"),
+    ("PY-MODULE-NO-ATTRIBUTE-ATTENTION", "AttributeError: module 'torch.library' has no attribute 'wrap_triton'"),
+]
+"""(entry id, a text beside its message that it must leave to another entry or to none)"""
+
+
+@pytest.mark.parametrize("entry_id,text", NEAR_MISSES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(NEAR_MISSES)])
+def test_the_pattern_leaves_the_message_beside_it(entry_id, text):
+    entry = {e.id: e for e in load_catalogue()}[entry_id]
+    assert not entry.pattern.search(text)
