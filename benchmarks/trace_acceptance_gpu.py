@@ -227,6 +227,47 @@ MODELS = {
 (4 layers, 4 x 1024 tokens), both Mistral-style (MistralForCausalLM from a config, random weights)."""
 
 
+def mistral(name: str) -> tuple:
+    """(model, AdamW, input ids) of an overhead model of MODELS: random weights, sdpa, bf16, in training mode."""
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(0)
+    shape = dict(MODELS[name])
+    batch, seqlen = shape.pop("batch"), shape.pop("seqlen")
+    config = MistralConfig(max_position_embeddings=4096, **shape)
+    config._attn_implementation = "sdpa"
+    model = MistralForCausalLM(config).to("cuda", torch.bfloat16).train()
+    model.config._attn_implementation = "sdpa"  # the model's init may pick another where it can
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return model, opt, torch.randint(0, config.vocab_size, (batch, seqlen), device="cuda")
+
+
+def paired_differences(step, install, pairs: int) -> tuple[list[float], list[float]]:
+    """(traced minus untraced ms, untraced ms) of `pairs` pairs of single steps, the order alternating. `install()`
+    returns the function that removes what it installed; it runs before both steps alike (installing disturbs the
+    host's caches, not the step), and the untraced step's removal comes before that step starts."""
+    import torch
+
+    diffs, untraced = [], []
+    for pair in range(pairs):
+        got = {}
+        for traced in ((False, True) if pair % 2 == 0 else (True, False)):
+            remove = install()
+            if not traced:
+                remove()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            got[traced] = (time.perf_counter() - t0) * 1e3
+            if traced:
+                remove()
+        diffs.append(got[True] - got[False])
+        untraced.append(got[False])
+    return diffs, untraced
+
+
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
     q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
     return q[0], statistics.median(values), q[2]
@@ -239,20 +280,10 @@ def overhead(name: str, pairs: int, steps: int) -> tuple[list[tuple[str, str]], 
     the GPU). Per pair: traced mean over untraced mean, minus one; the median over pairs is the figure, with the
     quartiles as its spread."""
     import torch
-    from transformers import MistralConfig, MistralForCausalLM
 
     import attndoctor
 
-    torch.manual_seed(0)
-    shape = dict(MODELS[name])
-    batch, seqlen = shape.pop("batch"), shape.pop("seqlen")
-    config = MistralConfig(max_position_embeddings=4096, **shape)
-    config._attn_implementation = "sdpa"
-    model = MistralForCausalLM(config).to("cuda", torch.bfloat16)
-    model.config._attn_implementation = "sdpa"
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, config.vocab_size, (batch, seqlen), device="cuda")
+    model, opt, ids = mistral(name)
 
     def block(traced: bool, count: int = steps) -> tuple[list[float], list[float]]:
         wall, host = [], []
@@ -312,36 +343,24 @@ def overhead(name: str, pairs: int, steps: int) -> tuple[list[tuple[str, str]], 
 def paired_steps(model, opt, ids, pairs: int) -> dict:
     """The settled overhead, with drift cancelled step by step: one recorder, installed for every other step (the
     order alternating per pair), so each traced step is compared with the untraced step beside it; the median of
-    the pairs' differences over the median untraced step. The untraced step is installed and removed before it
-    starts, so that both steps follow the same work."""
-    import torch
-
+    the pairs' differences over the median untraced step."""
     from attndoctor.trace.recorder import Recorder
 
     recorder = Recorder()
 
-    def step(traced: bool) -> float:
-        recorder.install()  # before both steps alike: installing disturbs the host's caches, not the step itself
-        if not traced:
-            recorder.uninstall()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
+    def step() -> None:
         model(input_ids=ids, labels=ids).loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        took = (time.perf_counter() - t0) * 1e3
-        if traced:
-            recorder.uninstall()
-        return took
 
-    step(True)
-    diffs, untraced = [], []
-    for pair in range(pairs):
-        order = (False, True) if pair % 2 == 0 else (True, False)
-        got = {flag: step(flag) for flag in order}
-        diffs.append(got[True] - got[False])
-        untraced.append(got[False])
+    def install():
+        recorder.install()
+        return recorder.uninstall
+
+    recorder.install()
+    step()
+    recorder.uninstall()
+    diffs, untraced = paired_differences(step, install, pairs)
     base = statistics.median(untraced)
     low, mid, high = _quartiles(diffs)
     return {"pairs": pairs, "overhead_pct": 100.0 * mid / base, "untraced_median_ms": base,

@@ -27,7 +27,7 @@ OUT = Path(os.environ.get("OUT", "trace-profile-out"))
 
 
 def main() -> None:
-    from trace_acceptance_gpu import MODELS
+    from trace_acceptance_gpu import MODELS, _Null, mistral
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mistral-4x1024", choices=sorted(MODELS))
@@ -38,18 +38,11 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-    from transformers import MistralConfig, MistralForCausalLM
 
     import attndoctor
 
     OUT.mkdir(parents=True, exist_ok=True)
-    shape = dict(MODELS[args.model])
-    batch, seqlen = shape.pop("batch"), shape.pop("seqlen")
-    config = MistralConfig(max_position_embeddings=4096, **shape)
-    config._attn_implementation = "sdpa"
-    model = MistralForCausalLM(config).to("cuda", torch.bfloat16).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, config.vocab_size, (batch, seqlen), device="cuda")
+    model, opt, ids = mistral(args.model)
 
     def steps(count: int) -> None:
         for _ in range(count):
@@ -88,11 +81,11 @@ def variants(steps, rounds: int) -> None:
     """Single steps paired with untraced ones (order alternating), per variant of what is installed."""
     import json
     import statistics
-    import time
 
     import torch
     import torch.nn.functional as F
     import torch.optim.optimizer as optimizer_module
+    from trace_acceptance_gpu import paired_differences
 
     from attndoctor.trace.fields import _sdpa_flags, _sdpa_signature
     from attndoctor.trace.recorder import Recorder
@@ -114,24 +107,13 @@ def variants(steps, rounds: int) -> None:
             return remove
         return install
 
-    def bare():
-        original = F.scaled_dot_product_attention
-
-        def scaled_dot_product_attention(*args, **kwargs):
-            return original(*args, **kwargs)
-
-        F.scaled_dot_product_attention = scaled_dot_product_attention
-
-        def remove():
-            F.scaled_dot_product_attention = original
-        return remove
-
-    def wrapper_doing(work, hook=False):
+    def wrapper_doing(work=None, hook=False):
         def install():
             original = F.scaled_dot_product_attention
 
             def scaled_dot_product_attention(q, k, v, *args, **kwargs):
-                work(q, k, v)
+                if work is not None:
+                    work(q, k, v)
                 out = original(q, k, v, *args, **kwargs)
                 if hook and out.grad_fn is not None:
                     out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: None)
@@ -170,7 +152,7 @@ def variants(steps, rounds: int) -> None:
 
     kinds = {"traced": recorder(), "no-backward-hooks": recorder({(Recorder, "_backward"): lambda *a, **k: None}),
              "no-optimizer-hook": recorder({(optimizer_module, "register_optimizer_step_post_hook"): no_step_hook}),
-             "installed-sdpa-unwrapped": installed_without_sdpa, "bare-wrapper": bare,
+             "installed-sdpa-unwrapped": installed_without_sdpa, "bare-wrapper": wrapper_doing(),
              "wrapper-with-empty-backward-hook": wrapper_doing(lambda *a: None, hook=True),
              "wrapper-walking-the-stack": wrapper_doing(site_walk),
              "wrapper-reading-flags-and-shapes": wrapper_doing(signature)}
@@ -179,22 +161,7 @@ def variants(steps, rounds: int) -> None:
         remove = install()
         steps(2)
         remove()
-        diffs, base = [], []
-        for pair in range(rounds):
-            got = {}
-            for flag in ((False, True) if pair % 2 == 0 else (True, False)):
-                remove = install()  # before both steps alike: installing disturbs the host's caches
-                if not flag:
-                    remove()
-                    remove = None
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                steps(1)
-                got[flag] = (time.perf_counter() - t0) * 1e3
-                if remove:
-                    remove()
-            diffs.append(got[True] - got[False])
-            base.append(got[False])
+        diffs, base = paired_differences(lambda: steps(1), install, rounds)
         q = statistics.quantiles(diffs, n=4)
         result[name] = {"median_ms": statistics.median(diffs), "quartiles_ms": [q[0], q[2]],
                         "pct": 100 * statistics.median(diffs) / statistics.median(base), "diffs": diffs}
@@ -256,14 +223,6 @@ def parts(steps) -> None:
         F.scaled_dot_product_attention = original
     for name, values in timings.items():
         print(f"{name:38} {min(values):8.2f} us a call (min over the step's {len(values)} calls)")
-
-
-class _Null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
 
 
 if __name__ == "__main__":
