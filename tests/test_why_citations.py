@@ -127,6 +127,10 @@ REAL_TEXTS = [
     ("FA1-EXPECTED-IS-SM", "Dao-AILab/flash-attention csrc/flash_attn/fmha_api.cpp@v1.0.9:211 (no message)",
      "RuntimeError: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got false.",
      {"check": "is_sm90 || is_sm8x || is_sm75"}),
+    ("XFORMERS-NO-SUCH-OPERATOR", "facebookresearch/xformers xformers/ops/common.py and ops/fmha/flash.py@sdist:"
+     "xformers-0.0.16:14,193 (get_operator(\"xformers_flash\", \"flash_fwd\") in a build without _C_flashattention)",
+     "RuntimeError: No such operator xformers_flash::flash_fwd - did you forget to build xformers with `python setup.py "
+     "develop`?", {"library": "xformers_flash", "op": "flash_fwd"}),
     ("XFORMERS-NO-OPERATOR-FOUND", "Comfy-Org/ComfyUI-Manager#135",
      "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:", {}),
     ("SAGEATTENTION-KERNEL-NOT-AVAILABLE", "thu-ml/SageAttention sageattention/core.py@v2.2.0:723",

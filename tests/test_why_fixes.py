@@ -136,6 +136,17 @@ def test_a_library_that_does_not_support_something_yet_is_fixed_by_a_later_relea
     assert not any(f.startswith("upgrade flash-attn: the message says") for f in json.loads(out)["cause"]["fixes"])
 
 
+def test_a_feature_a_library_says_it_does_not_currently_implement_is_fixed_by_a_later_release(cli):
+    for text, library in (("NotImplementedError: Cascade attention is not implemented for ROCM AITER", "vLLM"),
+                          ("ValueError: Group query attention is not currently supported in cross attention.",
+                           "Megatron-LM")):
+        code, out, _ = cli("why", "--no-here", "--format", "json", "--", text)
+        assert json.loads(out)["cause"]["fixes"][0].startswith(f"upgrade {library}: the message says"), text
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "RuntimeError: FlashAttention currently only supports FP16 and BF16.")
+    assert not any("the message says the support is not there yet" in f for f in json.loads(out)["cause"]["fixes"])
+
+
 def test_a_loader_message_naming_no_file_is_fixed_in_the_package_the_facts_point_at(cli):
     """axolotl-ai-cloud/axolotl#911 pasted only the symbol; the user's flash-attn is the package that ships it."""
     code, out, err = cli("why", "--no-here", "--format", "json", "--flash-attn", "2.3.6", "--",

@@ -68,3 +68,13 @@ def test_a_message_that_prints_its_reason_links_only_the_rules_of_that_kind(cli)
     assert all(c["id"] != "FA2-ARCH-PRE-AMPERE" for c in doc["candidates"][:3])
     doc = why(cli, "--gpu", "T4", "--", "Cannot use FlashAttention-2 backend for Volta and Turing GPUs.")
     assert doc["cause"]["id"] == "FA2-ARCH-PRE-AMPERE"
+
+
+def test_flash_attns_head_dim_message_from_sdpas_copy_is_sdpas_rule_and_from_flash_attn_flash_attns(cli):
+    message = "RuntimeError: FlashAttention forward only supports head dimension at most 256"
+    through_sdpa = ('  File "/home/u/r.py", line 6, in <module>\n'
+                    "    result = torch.nn.functional.scaled_dot_product_attention(q, k, v)\n" + message)
+    assert why(cli, "--", through_sdpa)["cause"]["id"] == "SDPA-FLASH-HEAD-DIM"
+    through_flash_attn = ('  File "/usr/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", line 91, in '
+                          "_flash_attn_forward\n    out, softmax_lse, S_dmask, rng_state = flash_attn_gpu.fwd(\n" + message)
+    assert why(cli, "--", through_flash_attn)["cause"]["id"] == "FA2-HDIM-MAX-256"

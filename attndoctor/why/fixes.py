@@ -233,8 +233,11 @@ def raising_package(lines: Sequence[str], before: int) -> str:
     return "" if package.endswith(LONE) else package
 
 
-NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b", re.I)
-"""A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet")."""
+NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b|\bcurrently (?:not supported|unsupported|"
+                     r"(?:does|do)(?: not|n't) support)\b|\bnot currently supported\b|\b(?:is|are) not implemented\b", re.I)
+"""A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet",
+"... is currently not supported with ...", "... are not implemented for TritonAttentionImpl"); not a standing limit
+("currently only supports FP16 and BF16")."""
 
 
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
