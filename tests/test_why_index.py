@@ -54,6 +54,22 @@ def test_an_index_message_is_found_and_gives_its_facts(tmp_path):
     assert reading.facts["hdim"].value == 320
 
 
+def test_a_message_pasted_up_to_its_first_value_is_found_by_its_opening_words(tmp_path):
+    record = {**RECORD, "id": "flashinfer-0123456789ab", "library": "flashinfer", "facts": {}, "backend": [],
+              "template": "Buffer overflow when allocating memory for {name} with size {size} and alignment "
+                          "{alignment}, but only {remaining_space} bytes available in AlignedAllocator.",
+              "pattern": r"Buffer overflow when allocating memory for (?P<name>.*?) with size (?P<size>-?\d+) and "
+                         r"alignment (?P<alignment>-?\d+), but only (?P<remaining_space>-?\d+) bytes available in "
+                         r"AlignedAllocator\.?"}
+    entries = load_index(write(tmp_path, record))
+    reading = read_text("RuntimeError: Buffer overflow when allocating memory for batch_prefill_tmp_v", entries)
+    assert [(h.entry.id, h.groups.get("name")) for h in reading.hits] == [
+        ("FLASHINFER-0123456789AB", "batch_prefill_tmp_v")]
+    assert not read_text("RuntimeError: Buffer overflow when allocating memory", entries).hits
+    # a message whose opening says too little before its value has no such form
+    assert to_entry(RECORD, "f.jsonl").pattern.opening is None
+
+
 def test_a_generic_message_is_left_out_and_a_bad_line_names_its_file(tmp_path):
     generic = dict(RECORD, id="flash-attn-ffffffffffff", template="{x} failed", pattern=r"(?P<x>.*?)\ failed")
     assert to_entry(generic, "f.jsonl") is None

@@ -46,17 +46,20 @@ class LazyPattern:
     """A regular expression compiled at its first use (most index messages never meet a candidate line); where the
     whole message is not there, its first sentence (`head`) is looked for: a paste often ends there."""
 
-    __slots__ = ("pattern", "head", "tail", "_compiled")
+    __slots__ = ("pattern", "head", "tail", "opening", "_compiled")
 
-    def __init__(self, pattern: str, head: str | None = None, tail: str | None = None) -> None:
+    def __init__(self, pattern: str, head: str | None = None, tail: str | None = None,
+                 opening: str | None = None) -> None:
         self.pattern = pattern
         self.head = head
         self.tail = tail
+        self.opening = opening
         self._compiled: tuple[re.Pattern[str], ...] | None = None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         if self._compiled is None:
-            self._compiled = (re.compile(self.pattern),) + _compiled_or_none(self.head) + _compiled_or_none(self.tail)
+            self._compiled = (re.compile(self.pattern),) + _compiled_or_none(self.head) + _compiled_or_none(
+                self.tail) + _compiled_or_none(self.opening)
         if len(self._compiled) == 1:
             return self._compiled[0].finditer(text)
         for form in self._compiled:
@@ -110,6 +113,46 @@ def tail_of(template: str, pattern: str) -> str | None:
     return pattern[cut:]
 
 
+OPENING_MIN = 40
+"""The words before a message's first value that stand for the whole message where a paste ends at that value."""
+
+
+def opening_of(template: str, pattern: str) -> tuple[str, str] | None:
+    """(words, pattern) of a message up to its first value, for a line that ends there ("Buffer overflow when
+    allocating memory for batch_prefill_tmp_v" of FlashInfer's longer message): a paste cut short, or an older
+    release's shorter form. None where the words before the value say too little or little follows it."""
+    plain = template.replace("{{", "\0").replace("}}", "\1")
+    first = PLACEHOLDER.search(plain)
+    if first is None or "\n" in plain[:first.start()] or _own_chars(template[first.end():]) < MIN_LITERAL:
+        return None
+    words = plain[:first.start()].strip()
+    start = pattern.find("(?P<")
+    end = _group_end(pattern, start) if start > 0 else None
+    if len(words) < OPENING_MIN or len(words.split()) < 5 or end is None:
+        return None
+    return words.replace("\0", "{").replace("\1", "}"), pattern[:end] + r"[ \t.]*$"
+
+
+def _group_end(pattern: str, start: int) -> int | None:
+    """Where the group that opens at `start` closes (escapes and character classes skipped); None if it does not."""
+    depth, i, in_class = 0, start, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
 def _compiled_or_none(pattern: str | None) -> tuple[re.Pattern[str], ...]:
     """A head cut inside a group does not compile; the whole message is then the only form looked for."""
     try:
@@ -148,16 +191,19 @@ def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
     head = head_of(template, pattern)
     if head is not None:
         literal = literal_of(head[0])
+    opening = opening_of(template, pattern)
+    extra = ((opening[0], False),) if opening and opening[0] not in literal else ()
     sources = tuple(f"{s.get('repo', '')} {s.get('path', '')}@{s.get('ref', '')}"
                     + (f":{s['line']}" if s.get("line") else "") for s in record.get("sources") or ())
     facts = {group: field for group, field in (record.get("facts") or {}).items() if field in TARGETS}
     return CatalogueEntry(
         id=str(record["id"]).upper(), library=str(record["library"]), kind=KIND_OF.get(record.get("kind", ""), "error"),
-        pattern=LazyPattern(pattern, head[1] if head else None, tail_of(template, pattern)), source=sources,
+        pattern=LazyPattern(pattern, head[1] if head else None, tail_of(template, pattern),
+                            opening[1] if opening else None), source=sources,
         backends=tuple(record.get("backend") or ()) or LIBRARY_BACKENDS.get(str(record["library"]), ()),
         rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
         priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),
-        literals=((literal, False),), indexed=True, template=template,
+        literals=((literal, False), *extra), indexed=True, template=template,
         retired=str(record.get("retired") or ""))
 
 
