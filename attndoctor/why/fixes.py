@@ -6,8 +6,6 @@ import functools
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from .topics import NOT_YET
-
 
 FIX_BY_TOPIC = {
     "install-missing": "install {library} (a build for this torch, CUDA and Python), or let another backend take the call",
@@ -233,6 +231,13 @@ def raising_package(lines: Sequence[str], before: int) -> str:
     frames = _frame_paths(lines[:max(0, before - 1)])
     package = _frame_package(frames[-1]) if frames else ""
     return "" if package.endswith(LONE) else package
+
+
+NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b|\bcurrently (?:not supported|unsupported|"
+                     r"(?:does|do)(?: not|n't) support)\b|\bnot currently supported\b|\b(?:is|are) not implemented\b", re.I)
+"""A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet",
+"... is currently not supported with ...", "... are not implemented for TritonAttentionImpl"); not a standing limit
+("currently only supports FP16 and BF16")."""
 
 
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",

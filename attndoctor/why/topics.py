@@ -56,13 +56,6 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
 ))
 
 
-NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b|\bcurrently (?:not supported|unsupported|"
-                     r"(?:does|do)(?: not|n't) support)\b|\bnot currently supported\b|\b(?:is|are) not implemented\b", re.I)
-"""A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet",
-"... is currently not supported with ...", "... are not implemented for TritonAttentionImpl"); not a standing limit
-("currently only supports FP16 and BF16")."""
-
-
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*")
 
 
@@ -112,9 +105,7 @@ def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
     words = re.sub(r"\\(.)", r"\1", _GROUP_NAME.sub("(", pattern) if getattr(entry, "indexed", False) else pattern)
     own = text_topics(words, getattr(entry, "note", ""))
     if getattr(entry, "indexed", False):
-        # a library that says it does not support something yet: the installed release lacks it
-        later = ("version-mismatch",) if NOT_YET.search(words) else ()
-        return tuple(dict.fromkeys(own + tuple(linked) + later)) or ("other",)
+        return tuple(dict.fromkeys(own + tuple(linked))) or ("other",)
     return tuple(dict.fromkeys(linked)) or own or text_topics(entry.meaning, entry.fix) or ("other",)
 
 
