@@ -181,3 +181,15 @@ def test_the_folders_of_a_path_in_an_error_are_not_what_it_is_about(cli):
     code, doc = ask(cli, "The procedure entry point could not be located in the dynamic link library "
                          "Z:\\AI\\ComfyUI_windows_portable\\python_embeded\\Lib\\site-packages\\xformers\\_C.pyd")
     assert doc["cause"] is None or "window" not in doc["cause"]["topics"]
+
+
+def test_the_one_attention_an_unknown_errors_words_name_is_its_backend(cli):
+    def backends(text):
+        return ask(cli, text)[1]["cause"]["backends"]
+
+    assert backends("ValueError: Sequence parallelism requires flash attention. Please set flash_attn: "
+                    "flash_attention_2.") == ["flash-attn-2"]
+    assert backends("NotImplementedError: Block masks are not implemeted yet, use packed=False.") == ["flex-attention"]
+    assert backends("RuntimeError: only head_dim 128 is supported by flash attention 3 here") == ["flash-attn-3"]
+    # words that name two attentions name neither
+    assert backends("ValueError: this window needs flash attention, sdpa cannot do it") == []

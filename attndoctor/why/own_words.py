@@ -162,14 +162,32 @@ UNSUPPORTED = re.compile(r"\b(?:does not|doesn't|do not|don't|is not|isn't|are n
 """An error that says what is not supported ("SageAttention doesn't currently support training. Please use ...")."""
 
 
+_SDPA = ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")
+WORD_BACKENDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple((re.compile(p, re.I), b) for p, b in (
+    (r"flash[_ -]?(?:attention|attn)[_ -]?v?3\b|\bFA ?3\b", ("flash-attn-3",)),
+    (r"flash[_ -]?(?:attention|attn)[_ -]?v?4\b|\bFA ?4\b", ("flash-attn-4",)),
+    (r"flash[_ -]?(?:attention|attn)(?![_ -]?v?[34]\b)|\bFA ?2\b", ("flash-attn-2",)),
+    (r"\bflex[_ ]?attention|\bblock[_ ]?masks?\b", ("flex-attention",)),
+    (r"\bsdpa\b|scaled_dot_product_attention", _SDPA),
+))
+"""The attention an error names in its own words ("Sequence parallelism requires flash attention", "Block masks are
+not implemented yet"): FlashAttention without a version is flash-attn 2, as the frameworks that print it mean."""
+
+
+def word_backends(message: str) -> tuple[str, ...]:
+    """The backends the one attention an error's words name stands for; none where they name several or none."""
+    named = [backends for pattern, backends in WORD_BACKENDS if pattern.search(message)]
+    return named[0] if len(named) == 1 else ()
+
+
 def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallback: tuple[str, ...] = ()) -> Any | None:
     """The error's own words as a candidate of `score`, when they name a kind of problem; None otherwise. Its
-    backends are those the text names, else `fallback`."""
+    backends are those the text names, else those the error's words name, else `fallback`."""
     found = error_line(reading.lines)
     if found is None:
         return None
     number, message = found
-    backends = tuple(reading.framed or reading.backends) or fallback
+    backends = tuple(reading.framed or reading.backends) or word_backends(message) or fallback
     called = none_called(reading.lines, number)
     wanted = "" if called else asserted_available(message)
     if wanted:
