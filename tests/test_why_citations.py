@@ -131,6 +131,15 @@ REAL_TEXTS = [
      "xformers-0.0.16:14,193 (get_operator(\"xformers_flash\", \"flash_fwd\") in a build without _C_flashattention)",
      "RuntimeError: No such operator xformers_flash::flash_fwd - did you forget to build xformers with `python setup.py "
      "develop`?", {"library": "xformers_flash", "op": "flash_fwd"}),
+    ("PYBIND-ATTENTION-KERNEL-ARGUMENTS", "axolotl-ai-cloud/axolotl#514 (flash_attn_cuda.varlen_fwd)",
+     "TypeError: varlen_fwd(): incompatible function arguments. The following argument types are supported:",
+     {"name": "varlen_fwd"}),
+    ("PYBIND-ATTENTION-KERNEL-ARGUMENTS", "Dao-AILab/flash-attention#263 (flash-attn 1.0.4)",
+     "TypeError: fwd_block() : incompatible function arguments. The following argument types are supported:",
+     {"name": "fwd_block"}),
+    ("PYBIND-OTHER-ATTENTION-KERNEL-ARGUMENTS", "NVIDIA/Megatron-LM#1802 (TransformerEngine's fused_attn_fwd)",
+     "TypeError: fused_attn_fwd(): incompatible function arguments. The following argument types are supported:",
+     {"name": "fused_attn_fwd"}),
     ("XFORMERS-NO-OPERATOR-FOUND", "Comfy-Org/ComfyUI-Manager#135",
      "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:", {}),
     ("SAGEATTENTION-KERNEL-NOT-AVAILABLE", "thu-ml/SageAttention sageattention/core.py@v2.2.0:723",
@@ -195,6 +204,11 @@ NEAR_MISSES = [
      "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory"),
     ("PY-MODULE-NO-ATTRIBUTE-ATTENTION", "AttributeError: module 'transformer_engine' has no attribute 'pytorch'"),
     ("PY-MODULE-NO-ATTRIBUTE-ATTENTION", "AttributeError: module 'torch.library' has no attribute 'wrap_triton'"),
+    ("PYBIND-ATTENTION-KERNEL-ARGUMENTS", "TypeError: forward(): incompatible function arguments."),
+    ("PYBIND-ATTENTION-KERNEL-ARGUMENTS", "TypeError: fused_attn_fwd(): incompatible function arguments."),
+    ("PYBIND-OTHER-ATTENTION-KERNEL-ARGUMENTS", "TypeError: varlen_fwd(): incompatible function arguments."),
+    ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
+     "xformers with `python setup.py develop`?"),
 ]
 """(entry id, a text beside its message that it must leave to another entry or to none)"""
 
