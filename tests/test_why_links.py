@@ -78,3 +78,13 @@ def test_flash_attns_head_dim_message_from_sdpas_copy_is_sdpas_rule_and_from_fla
     through_flash_attn = ('  File "/usr/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", line 91, in '
                           "_flash_attn_forward\n    out, softmax_lse, S_dmask, rng_state = flash_attn_gpu.fwd(\n" + message)
     assert why(cli, "--", through_flash_attn)["cause"]["id"] == "FA2-HDIM-MAX-256"
+
+
+def test_a_runtime_fault_in_a_kernel_the_text_names_is_not_an_advisory_of_another_backend(cli):
+    doc = why(cli, "--", "CUDA error (.../hopper/flash_fwd_launch_template.h:209):\n"
+                         "an illegal memory access was encountered")
+    assert doc["cause"]["id"] == "CUDA-ILLEGAL-MEMORY-ACCESS" and doc["cause"]["backends"] == ["flash-attn-3"]
+    assert "upgrade flash-attn 3" in doc["cause"]["fixes"][0]
+    # without a kernel named, the advisories the runtime's message is the symptom of stay in play
+    bare = why(cli, "--", "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert bare["cause"]["id"].startswith("ADV-")

@@ -218,6 +218,18 @@ def caller_package(lines: Sequence[str]) -> str:
     return ""
 
 
+def another_install(hit: Any, ruled_out: Sequence[str]) -> tuple[str, str] | None:
+    """(cause, fix) for a message about a module whose every modelled cause the versions given rule out (no
+    torch.nn.attention.flex_attention in the torch 2.5 given): the program imports another install than the one given."""
+    module = module_package(hit.groups)
+    if not ruled_out or not module:
+        return None
+    return (f"the program imports another {module} than the one given",
+            f"check which {module} the program imports (python -c \"import {module}; print({module}.__version__, "
+            f"{module}.__file__)\") and reinstall {module} in the environment that runs it: a second install, or a "
+            "package whose install replaced it, explains the message")
+
+
 UNNAMED_EXTENSION_FIX = (
     "reinstall the package whose compiled extension the program was importing (the traceback's last import names it; in "
     "attention code most often flash-attn or xformers) built for the installed torch, CUDA and C++ ABI, or pin it to "
@@ -258,6 +270,11 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         own = backend_package(backends, packages)
         first, second = (named and named.group(0), own) if topics[0] == "install-missing" else (own, named and named.group(0))
         library = first or second or library
+    kernel = backend_package(backends, packages)
+    if entry.library == "cuda" and list(topics) == ["other"] and kernel:
+        # the runtime reports a fault of whichever kernel ran; the text names the attention kernel's package
+        return (f"rerun with CUDA_LAUNCH_BLOCKING=1 to see which kernel faults; if it is {kernel}'s, upgrade {kernel} "
+                "(its tracker names the shapes a release fixed) or let another backend take the call")
     if NOT_YET.search(text) and entry.library not in ("text", "python", "loader", "cuda", "pip"):
         return (f"upgrade {library}: the message says the support is not there yet, so a later release may add it; "
                 "until then use another attention implementation for this model")

@@ -8,8 +8,9 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
-from .fixes import (MIXED_DTYPES_FIX, caller_package, distinct, fixed_value, generic_fix, kernel_package, module_package,
-                    own_advice, own_fix, own_requirement, package_of, retired_fix, rule_fixes, shipped_by, with_caller)
+from .fixes import (MIXED_DTYPES_FIX, another_install, caller_package, distinct, fixed_value, generic_fix, kernel_package,
+                    own_advice, own_fix, own_requirement, package_of, retired_fix, rule_fixes, shipped_by,
+                    with_caller)
 from .own_words import words_cause
 from .reader import first_hits
 from .remedies import with_alternative
@@ -247,7 +248,8 @@ def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]
 
 def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
     """The rules each message the text holds is the symptom of: those its entry names, else those whose symptom
-    quotes its words (a library message read from the source, which an advisory's symptom cites)."""
+    quotes its words (a library message read from the source, which an advisory's symptom cites); for a message any
+    kernel prints (the CUDA runtime's), only those about the backends the text names, where it names any."""
     hits: dict[str, list[Any]] = {}
     for hit in reading.hits:
         hits.setdefault(hit.entry.id, []).append(hit)
@@ -257,7 +259,9 @@ def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
         entry = same[0].entry
         literal = entry.literals[0][0] if entry.indexed and not entry.rules and entry.literals else ""
         quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
-        out[entry_id] = _narrowed(entry.rules or (quoting if len(quoting) <= QUOTED_BY else ()), same, by_id)
+        linked = _narrowed(entry.rules or (quoting if len(quoting) <= QUOTED_BY else ()), same, by_id)
+        named = set(reading.framed or reading.backends) if not entry.backends else set()
+        out[entry_id] = tuple(r for r in linked if r in by_id and named & set(by_id[r].backends)) if named else linked
     return out
 
 
@@ -366,6 +370,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         entry = hit.entry
         if entry.kind == "fact" or entry.indexed and hit.line in curated:
             continue
+        if entry.rules and not entry.backends:  # a runtime's message: only the rules of the kernels the text names
+            entry = entry._replace(rules=links.get(entry.id, entry.rules))
         topics = entry_topics(entry, by_id)
         if entry.kind == "log" and not entry.fix and (problems or topics == ("other",)):
             continue
@@ -412,7 +418,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             caveat = f"{ruled}: check that they describe the machine and versions that printed it"
             reasons.append(caveat)
             cause = f"{cause}; but {caveat}"
-        another = _another_install(hit, ruled_out) if entry.fix else None
+        another = another_install(hit, ruled_out) if entry.fix else None
         if another:
             topics = tuple(dict.fromkeys((*topics, "install-missing")))
             reasons.append(ruled)
@@ -422,12 +428,9 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages, reading.framed))))),
             backends, entry.library)
         fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (*fixes, *retired_fix(entry))  # mixed: every backend
-        out.append(Candidate(
-            id=entry.id, kind="message", score=round(score, 2),
-            reasons=tuple(reasons), title=entry.meaning,
-            cause=cause, fixes=fixes, backends=backends, applies=True,
-            references=entry.source,
-            lines=(hit.line,), topics=topics))
+        out.append(Candidate(id=entry.id, kind="message", score=round(score, 2), reasons=tuple(reasons),
+                             title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
+                             references=entry.source, lines=(hit.line,), topics=topics))
     return out
 
 
@@ -440,18 +443,6 @@ def _message_fixes(entry: Any, hit: Any, another: tuple[str, str] | None, ruled_
         return (*another[1:], own) if another else (own,)
     return (() if ruled_out else distinct(
         f for rid in entry.rules if rid in by_id for f in by_id[rid].fixes if fixed_value(f))) or fallback()
-
-
-def _another_install(hit: Any, ruled_out: Sequence[str]) -> tuple[str, str] | None:
-    """(cause, fix) for a message about a module whose every modelled cause the versions given rule out (no
-    torch.nn.attention.flex_attention in the torch 2.5 given): the program imports another install than the one given."""
-    module = module_package(hit.groups)
-    if not ruled_out or not module:
-        return None
-    return (f"the program imports another {module} than the one given",
-            f"check which {module} the program imports (python -c \"import {module}; print({module}.__version__, "
-            f"{module}.__file__)\") and reinstall {module} in the environment that runs it: a second install, or a "
-            "package whose install replaced it, explains the message")
 
 
 def _install_candidates(findings: Sequence[Mapping[str, Any]], reading: Any,
