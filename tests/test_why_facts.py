@@ -430,3 +430,11 @@ def test_a_gpu_or_version_a_requirement_names_is_not_the_machine_the_text_ran_on
     assert _facts("I run on an H100 and it fails with CUDA error: no kernel image")["gpu"] == ("H100", 1)
     assert _facts("It fails only on RTX 4090 (a 3090 is fine)")["gpu"][0] == "RTX 4090"
     assert _facts("on a T4. Flash attention requires A100 or newer")["gpu"] == ("T4", 1)
+
+
+def test_a_config_field_the_text_gives_several_values_of_is_no_fact():
+    reading = read_text("- causal=False headdim=64 batch=32 seqlen=512: TypeError('x')\n"
+                        "- causal=False headdim=128 batch=16 seqlen=512: TypeError('x')", _catalogue())
+    assert "hdim" not in reading.facts and reading.facts["seqlen_q"].value == 512
+    assert any(note.startswith("hdim: 64, 128 (several values") for note in reading.ignored)
+    assert _facts("headdim=64\nheaddim=64")["hdim"] == (64, 1)  # the same value twice is one value

@@ -157,6 +157,9 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     from .facts import merge_facts
 
     facts = found.facts
+    for field, values in found.conflicts.items():  # several calls' values: the text does not say which one failed
+        facts.pop(field, None)
+        found.ignored.append(f"{field}: {', '.join(map(str, dict.fromkeys(values)))} (several values, none taken)")
     found.ignored.extend(merge_facts(facts, lines, Fact, _value, ENV_TARGETS))
     if "seqlen" in facts:
         seqlen = facts.pop("seqlen")
@@ -232,6 +235,8 @@ class _Collected:
         self.te_selected: str | None = None
         self.te_available: dict[str, bool] = {}
         self.te_disabled: dict[str, list[str]] = {}
+        self.conflicts: dict[str, list[Any]] = {}
+        """Config fields the text gives several values of, equally sure (the lines of several calls)."""
 
     def give(self, field: str, raw: Any, hit: Hit, priority: int | None = None) -> None:
         value = _value(field, raw)
@@ -242,6 +247,9 @@ class _Collected:
         old = self.facts.get(field)
         if old is None or rank > old.priority:
             self.facts[field] = Fact(field, value, hit.line, hit.entry.id, rank)
+            self.conflicts.pop(field, None)
+        elif rank == old.priority and value != old.value and field in CONFIG_TARGETS:
+            self.conflicts.setdefault(field, [old.value]).append(value)
 
     def name(self, backends: Iterable[str], *, framed: bool = True) -> None:
         self.backends.extend(b for b in backends if b not in self.backends)
