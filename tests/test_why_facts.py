@@ -438,3 +438,10 @@ def test_a_config_field_the_text_gives_several_values_of_is_no_fact():
     assert "hdim" not in reading.facts and reading.facts["seqlen_q"].value == 512
     assert any(note.startswith("hdim: 64, 128 (several values") for note in reading.ignored)
     assert _facts("headdim=64\nheaddim=64")["hdim"] == (64, 1)  # the same value twice is one value
+
+
+def test_fp8_inputs_are_a_dtype_and_an_fp8_kv_cache_is_not():
+    assert _facts("FA4-CuTe-FP8 status: FAILED")["dtype"] == ("fp8", 1)
+    assert _facts("q = q.to(torch.float8_e4m3fn)")["dtype"] == ("fp8", 1)
+    assert _facts("kv_cache_dtype=fp8 dtype=bf16")["dtype"] == ("bf16", 1)
+    assert "dtype" not in _facts("vllm serve model --kv-cache-dtype fp8")
