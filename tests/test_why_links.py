@@ -88,3 +88,13 @@ def test_a_runtime_fault_in_a_kernel_the_text_names_is_not_an_advisory_of_anothe
     # without a kernel named, the advisories the runtime's message is the symptom of stay in play
     bare = why(cli, "--", "RuntimeError: CUDA error: an illegal memory access was encountered")
     assert bare["cause"]["id"].startswith("ADV-")
+
+
+def test_of_two_libraries_printing_one_message_the_one_the_text_names_goes_first(cli):
+    doc = why(cli, "--", "LlamaModel is using LlamaSdpaAttention, but `torch.nn.functional.scaled_dot_product_attention` "
+                         "does not support `output_attentions=True`. Falling back to the manual attention implementation, "
+                         "but specifying the manual implementation will be required from Transformers version v5.0.0 "
+                         "onwards. This warning can be removed using the argument `attn_implementation=\"eager\"` when "
+                         "loading the model.")
+    assert doc["cause"]["id"].startswith("TRANSFORMERS-"), doc["cause"]["id"]  # ms-swift prints a copy of it
+    assert "the text names transformers" in doc["cause"]["reasons"][0]

@@ -10,7 +10,7 @@ from pathlib import Path
 from attndoctor.why.catalogue import load_catalogue
 from attndoctor.why.index import literal_of as index_literal, load_index
 from attndoctor.why.literals import required_literals
-from attndoctor.why.matcher import Windows
+from attndoctor.why.similarity import Windows
 from attndoctor.why.reader import read_text
 
 from test_why import CORPUS, FIXTURES

@@ -8,7 +8,7 @@ import re
 from typing import Any, Sequence
 
 from .index import PLACEHOLDER
-from .matcher import tokens
+from .similarity import tokens
 from .own_words import message_part
 from .reader import Hit
 
