@@ -279,7 +279,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
         elif entry.kind == "log" and not entry.fix:
             score += LOG_CAUSE
-        opened, reasons = _matched(entry, hit, reading.lines)
+        opened, reasons = _matched(entry, hit, reading)
         score += opened
         ops = {_xformers_op(reading.lines, h.line) for h in reading.hits if h.entry.id == entry.id} - {""} \
             if entry.library == "xformers" else set()
@@ -322,18 +322,20 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
     return out
 
 
-def _matched(entry: Any, hit: Any, lines: Sequence[str]) -> tuple[float, list[str]]:
-    """What a message's line adds by how it matched (in other words; beside its library's name), and the reason that
-    opens the message's list."""
+def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:
+    """What a message's line adds by how it matched (in other words; beside its library's name where another library
+    prints it too), and the reason that opens the message's list."""
     if hit.resembles:
         return RESEMBLED, [f"line {hit.line} resembles this {entry.library} {entry.kind} ({hit.resembles:.0%} of the "
                            "words in common): the same check, probably from a release whose wording was not read"]
     from .index import LABELS
 
     label = LABELS.get(entry.library, entry.library)
-    near = " ".join(lines[max(0, hit.line - WINDOW - 1):hit.line]).lower()
-    named = entry.indexed and any(re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", near)
-                                  for n in {entry.library, label})
+    near = " ".join(reading.lines[max(0, hit.line - WINDOW - 1):hit.line]).lower()
+    shared = entry.indexed and any(h.line == hit.line and h.entry.indexed and h.entry.library != entry.library
+                                   for h in reading.hits)
+    named = shared and any(re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", near)
+                           for n in {entry.library, label})
     return (NAMED_LIBRARY if named else 0.0), [f"line {hit.line} is this {entry.library} {entry.kind}"
                                                 + (f", and the text names {label}" if named else "")]
 
