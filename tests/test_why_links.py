@@ -98,3 +98,14 @@ def test_of_two_libraries_printing_one_message_the_one_the_text_names_goes_first
                          "loading the model.")
     assert doc["cause"]["id"].startswith("TRANSFORMERS-"), doc["cause"]["id"]  # ms-swift prints a copy of it
     assert "the text names transformers" in doc["cause"]["reasons"][0]
+
+
+def test_two_messages_of_one_library_are_not_told_apart_by_the_library_name_nearby(cli):
+    text = ("No operator found for `memory_efficient_attention_forward` with inputs:\n"
+            "query : shape=(1, 3136, 1, 512) (torch.float32)\n"
+            "`ckF` is not supported because:\n"
+            "max(query.shape[-1] != value.shape[-1]) > 256\n"
+            "device=mps (supported: {'cuda'})\n"
+            "dtype=torch.float32 (supported: {torch.float16, torch.bfloat16})\n"
+            "operator wasn't built - see `python -m xformers.info` for more info")
+    assert not any("the text names" in reason for c in why(cli, "--", text)["candidates"] for reason in c["reasons"])
