@@ -380,3 +380,77 @@ def test_no_retirement_where_the_file_was_not_read_again_or_the_check_was_reword
                          "This backend does not support sliding window": ["0.9.2"]},
                         [(r, "vllm/a.py") for r in ("0.5.5", "0.6.6", "0.9.2")], condition="window is not None")
     assert not any("retired" in e for e in reworded.values())
+
+
+def _one_wheel_cache(tmp_path):
+    """A cache holding one fake release wheel of 'demo' whose module raises one attention message."""
+    import zipfile
+
+    folder = tmp_path / "cache" / "wheels" / "demo-1.0"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / "demo-1.0-py3-none-any.whl", "w") as whl:
+        whl.writestr("demo/attention.py", "def f(head_dim):\n    raise ValueError(f'the demo attention kernel "
+                                          "only takes head dims up to 256, got {head_dim}')\n")
+    return tmp_path / "cache"
+
+
+def _demo_source():
+    return {"name": "demo-wheels", "repo": "demo/demo", "wheels": "demo-*", "library": lambda p, ref="": "flash-attn",
+            "include": [r"^demo/attention\.py$"]}
+
+
+def _run_build(monkeypatch, tmp_path, out, *args):
+    from tools.messages import build, native
+
+    monkeypatch.setattr(build, "CACHE", str(_one_wheel_cache(tmp_path)))
+    monkeypatch.setattr(build, "SOURCES", [_demo_source(), {**_demo_source(), "name": "other-wheels",
+                                                             "wheels": "other-*"}])
+    monkeypatch.setattr(native, "read_all", lambda cache: iter(()))
+    return build.main(["--out", str(out), *args])
+
+
+def _seed(out):
+    import json
+
+    out.mkdir()
+    (out / "vllm.jsonl").write_text('{"id": "vllm-000000000000"}\n', encoding="utf-8")
+    (out / "INDEX.json").write_text(json.dumps({"generated": "2026-01-01", "generator": "tools/messages", "libraries": {
+        "vllm": {"count": 1, "read": [], "skipped": {}}}}), encoding="utf-8")
+
+
+def test_a_library_none_of_whose_sources_could_be_read_keeps_its_messages(monkeypatch, tmp_path):
+    import json
+
+    out = tmp_path / "messages"
+    _seed(out)
+    assert _run_build(monkeypatch, tmp_path, out) == 0
+    assert (out / "vllm.jsonl").read_text(encoding="utf-8") == '{"id": "vllm-000000000000"}\n'
+    index = json.loads((out / "INDEX.json").read_text(encoding="utf-8"))
+    assert index["libraries"]["vllm"]["count"] == 1 and index["libraries"]["flash-attn"]["count"] == 1
+    assert "head dims up to 256" in (out / "flash-attn.jsonl").read_text(encoding="utf-8")
+
+
+def test_only_rebuilds_the_named_sources_and_refuses_an_unknown_name(monkeypatch, tmp_path, capsys):
+    out = tmp_path / "messages"
+    _seed(out)
+    assert _run_build(monkeypatch, tmp_path, out, "--only", "demo-wheels") == 0
+    assert (out / "flash-attn.jsonl").exists() and (out / "vllm.jsonl").exists()
+    assert _run_build(monkeypatch, tmp_path, out, "--only", "nonesuch") == 2
+    assert "unknown source 'nonesuch'" in capsys.readouterr().err
+    assert _run_build(monkeypatch, tmp_path, out, "--only", "other-wheels") == 2  # nothing of it in the cache
+    assert "other-wheels read no file" in capsys.readouterr().err
+
+
+def test_only_refuses_to_drop_a_release_the_last_build_read(monkeypatch, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "messages"
+    _seed(out)
+    index = json.loads((out / "INDEX.json").read_text(encoding="utf-8"))
+    index["libraries"]["flash-attn"] = {"count": 1, "read": [{"repo": "demo/demo", "ref": "wheel:demo-0.9",
+                                                               "paths": ["demo/attention.py"]}], "skipped": {}}
+    (out / "INDEX.json").write_text(json.dumps(index), encoding="utf-8")
+    (out / "flash-attn.jsonl").write_text('{"id": "flash-attn-000000000000"}\n', encoding="utf-8")
+    assert _run_build(monkeypatch, tmp_path, out, "--only", "demo-wheels") == 2
+    assert "wheel:demo-0.9" in capsys.readouterr().err
+    assert (out / "flash-attn.jsonl").read_text(encoding="utf-8") == '{"id": "flash-attn-000000000000"}\n'

@@ -142,7 +142,8 @@ def _vendored_copy(src: dict, path: str, raw, idx: "Index") -> bool:
     """A library's copy of another's code (SGLang's flash-attn 4) adds only the messages it changed."""
     for rx, original in src.get("vendored", {}).items():
         if re.search(rx, path):
-            return entry_id(original, template_of(raw.parts)) in idx.entries
+            eid = entry_id(original, template_of(raw.parts))
+            return eid in idx.entries or eid in idx.kept_ids
     return False
 
 
@@ -151,6 +152,8 @@ class Index:
         self.entries: dict = {}
         self.skipped: dict = defaultdict(lambda: defaultdict(int))
         self.read: dict = defaultdict(list)
+        self.kept_ids: set = set()
+        """Ids of the messages of libraries a run with --only leaves as they are (for the vendored-copy check)."""
 
     def note_read(self, library: str, repo: str, ref: str, path: str, release: str = ""):
         self.read[library].append((repo, ref, path, release))
@@ -226,10 +229,35 @@ ORDER = ["id", "library", "kind", "template", "pattern", "facts", "condition", "
          "text"]
 
 
-def run(out_dir: str) -> int:
+def _previous(out_dir: str) -> dict:
+    """INDEX.json's libraries as the last build wrote them ({} where there is none or it does not read)."""
+    try:
+        with open(os.path.join(out_dir, "INDEX.json"), encoding="utf-8") as fh:
+            return dict(json.load(fh).get("libraries") or {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _refs(summary: dict) -> set:
+    return {(r["repo"], r["ref"]) for r in summary.get("read", ())}
+
+
+def run(out_dir: str, only: tuple = ()) -> int:
+    names = [src["name"] for src in SOURCES]
+    unknown = [name for name in only if name not in names]
+    if unknown:
+        print(f"tools.messages.build: unknown source {unknown[0]!r}; the sources are {', '.join(names)}", file=sys.stderr)
+        return 2
+    previous = _previous(out_dir)
     idx = Index()
+    if only:
+        for path in glob.glob(os.path.join(out_dir, "*.jsonl")):
+            with open(path, encoding="utf-8") as fh:
+                idx.kept_ids.update(json.loads(line)["id"] for line in fh if line.strip())
     memo: dict = {}
     for src in SOURCES:
+        if only and src["name"] not in only:
+            continue
         reader = read_git if "git" in src else read_tarballs if "tarballs" in src else read_wheels
         n = 0
         for ref, release, path, text in reader(src):
@@ -266,16 +294,36 @@ def run(out_dir: str) -> int:
                     continue
                 idx.add(library, src["repo"], ref, release, path, raw, src.get("not_facts", frozenset()))
         print(f"{src['name']}: {n} files", file=sys.stderr)
+        if only and not n:
+            print(f"tools.messages.build: {src['name']} read no file (is its wheel, tarball or repository snapshot in "
+                  f"{CACHE} / {MIRROR}? tools/messages/download.sh fills the cache); nothing written", file=sys.stderr)
+            return 2
     _compiled_wordings(idx)
-    for library, repo, ref, release, path, raw in native.read_all(CACHE):
+    for library, repo, ref, release, path, raw in () if only else native.read_all(CACHE):
         idx.note_read(library, repo, ref, path, release)
         idx.add(library, repo, ref, release, path, raw)
     by_lib = idx.finish()
+    rebuilt = set(idx.read) | set(by_lib)
+    lost = {library: _refs(previous.get(library, {})) - {(r, f) for r, f, _p, _v in idx.read.get(library, ())}
+            for library in rebuilt} if only else {}
+    for library, refs in sorted(lost.items()):
+        if refs:
+            print(f"tools.messages.build: {library} was read at {', '.join(sorted(f for _r, f in refs))} too, which "
+                  "--only did not read: name all of its sources, or fill the cache; nothing written", file=sys.stderr)
+            return 2
     os.makedirs(out_dir, exist_ok=True)
-    for old in glob.glob(os.path.join(out_dir, "*.jsonl")):
-        os.remove(old)
+    for library in LIBRARIES:
+        path = os.path.join(out_dir, f"{library}.jsonl")
+        if library in rebuilt and os.path.exists(path):
+            os.remove(path)
+        elif library not in rebuilt and os.path.exists(path) and not only:
+            print(f"{library}: no source of it was read; its messages of the last build are kept", file=sys.stderr)
     summary = {"generated": datetime.date.today().isoformat(), "generator": "tools/messages", "libraries": {}}
     for library in LIBRARIES:
+        if library not in rebuilt:
+            if library in previous and os.path.exists(os.path.join(out_dir, f"{library}.jsonl")):
+                summary["libraries"][library] = previous[library]
+            continue
         entries = sorted(by_lib.get(library, []), key=lambda e: e["id"])
         if entries:
             with open(os.path.join(out_dir, f"{library}.jsonl"), "w", encoding="utf-8") as fh:
@@ -327,8 +375,11 @@ def _ref_version(ref: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Rebuild attndoctor/data/messages from upstream sources.")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "attndoctor", "data", "messages"))
+    ap.add_argument("--only", action="append", default=[], metavar="SOURCE[,SOURCE]",
+                    help="rebuild only the libraries these sources (sources.py's names) produce, leaving the others")
     args = ap.parse_args(argv)
-    return run(os.path.normpath(args.out))
+    only = tuple(name for value in args.only for name in value.split(",") if name)
+    return run(os.path.normpath(args.out), only)
 
 
 if __name__ == "__main__":
