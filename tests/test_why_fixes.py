@@ -390,3 +390,15 @@ def test_torch_113s_split_cuda_library_missing_is_an_extension_built_for_another
     assert cause["id"] == "LOADER-TORCH-SPLIT-CUDA-LIBRARY-MISSING" and cause["topics"] == ["install-abi"]
     assert cause["fixes"][0].startswith("reinstall the extension that failed to load")
     assert not cause["fixes"][0].startswith("reinstall torch")
+
+
+def test_the_advice_of_a_message_cut_before_it_is_offered_from_its_whole_wording(cli):
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "RuntimeError: Buffer overflow when allocating memory for batch_prefill_tmp_v")
+    assert json.loads(out)["cause"]["fixes"][0] == "the whole message goes on: Increase the workspace buffer size."
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "RuntimeError: Buffer overflow when allocating memory for batch_prefill_tmp_v with size 100 and "
+                       "alignment 16, but only 8 bytes available in AlignedAllocator.\nIncrease the workspace buffer size.")
+    fixes = json.loads(out)["cause"]["fixes"]
+    assert fixes[0] == "as the message says: Increase the workspace buffer size."
+    assert not any(f.startswith("the whole message goes on") for f in fixes)

@@ -45,7 +45,7 @@ UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
 
 
 ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s)|(?<=[\s,])(?=(?:please|make sure to)\s))((?:please\s+|you can\s+|you may\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
-                    r"pass|specify|enable|disable|switch to|downgrade|update|call)\b(?:[^.!]|\.(?=[\w`'\"(]))"
+                    r"pass|specify|enable|disable|switch to|downgrade|update|call|increase|decrease|reduce|lower)\b(?:[^.!]|\.(?=[\w`'\"(]))"
                     r"{8,200}[.!]?|this warning can be removed (?:by|using)(?:[^.!]|\.(?=[\w`'\"(])){8,200}[.!]?)", re.I)
 """A sentence of a message that tells the user what to do ("Please set your attention to `eager` ..."), or its clause
 that starts with "please" or "make sure to" ("..., for a more memory efficient implementation make sure to upgrade
@@ -113,6 +113,19 @@ def own_advice(lines: Sequence[str], number: int) -> tuple[str, ...]:
     """What the message itself tells the user to do, from its line and the next (a message's advice often wraps)."""
     text = " ".join(line.strip() for line in lines[max(0, number - 1):number + 1])
     return tuple(f"as the message says: {m.group(1).strip()}" for m in ADVICE.finditer(text))[:2]
+
+
+def cut_advice(entry: Any, lines: Sequence[str], number: int, generic: str) -> tuple[str, ...]:
+    """`generic` (a fix by the message's kind) with the advice of an index message's whole wording where the paste
+    stops before it (FlashInfer's "Buffer overflow when allocating memory for batch_prefill_tmp_v" of "... Increase
+    the workspace buffer size."): first where `generic` only points at the library's check, else after it."""
+    if not getattr(entry, "indexed", False) or not entry.template:
+        return (generic,)
+    shown = " ".join(lines[max(0, number - 1):number + 1]).lower()
+    words = re.sub(r"\{[^{}]*\}", "...", entry.template.replace("{{", "{").replace("}}", "}"))
+    cut = tuple(f"the whole message goes on: {m.group(1).strip()}" for m in ADVICE.finditer(words)
+                if m.group(1).strip()[:24].lower() not in shown)[:1]
+    return (*cut, generic) if generic.startswith("see ") else (generic, *cut)
 
 
 VERSIONED = re.compile(r"\b(CUDA|nvcc|PyTorch|torch|cuDNN|flash[-_ ]?attn(?:ention)?|transformers|triton|xformers|vLLM|"

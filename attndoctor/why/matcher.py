@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
-from .fixes import (MIXED_DTYPES_FIX, another_install, caller_package, distinct, fixed_value, generic_fix, kernel_package,
+from .fixes import (MIXED_DTYPES_FIX, another_install, caller_package, cut_advice, distinct, fixed_value, generic_fix, kernel_package,
                     own_advice, own_fix, own_requirement, package_of, retired_fix, rule_fixes, shipped_by,
                     with_caller)
 from .own_words import words_cause
@@ -313,7 +313,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             cause = f"{cause}; but the facts given rule that out: {another[0]}"
         fixes = with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, kernel_package(
             backends, packages), lambda: tuple(dict.fromkeys((
-            *own_advice(reading.lines, hit.line), generic_fix(entry, topics, backends, line, packages, reading.framed))))),
+            *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
+                entry, topics, backends, line, packages, reading.framed)))))),
             backends, entry.library)
         fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (*fixes, *retired_fix(entry))  # mixed: every backend
         out.append(Candidate(id=entry.id, kind="message", score=round(score, 2), reasons=tuple(reasons),
