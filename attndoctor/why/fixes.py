@@ -271,8 +271,9 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     from .index import LABELS
 
     library = LABELS.get(entry.library, entry.library)
+    kernel = backend_package(backends, packages)
     if entry.library == "loader":  # the loader prints it for any extension: the fix is the package's that ships it
-        library = shipped_by(text) or backend_package(backends, packages)
+        library = shipped_by(text) or kernel
         if not library and list(topics[:1]) == ["install-abi"]:
             return UNNAMED_EXTENSION_FIX
         library = library or "the package that ships the file the message names"
@@ -280,10 +281,8 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         # a missing package is the one the message names (diffusers: xformers is not installed); a broken one, that of
         # the backend the message is about ("Your Flash Attention 2 installation seems to be broken. Using Xformers")
         named = INSTALLABLE.search(text)
-        own = backend_package(backends, packages)
-        first, second = (named and named.group(0), own) if topics[0] == "install-missing" else (own, named and named.group(0))
+        first, second = (named and named.group(0), kernel) if topics[0] == "install-missing" else (kernel, named and named.group(0))
         library = first or second or library
-    kernel = backend_package(backends, packages)
     if entry.library == "cuda" and list(topics) == ["other"] and kernel:
         # the runtime reports a fault of whichever kernel ran; the text names the attention kernel's package
         return (f"rerun with CUDA_LAUNCH_BLOCKING=1 to see which kernel faults; if it is {kernel}'s, upgrade {kernel} "

@@ -88,9 +88,19 @@ HEAD_LITERAL = 12
 """The first sentence's longest literal, which a line must hold before the sentence is tried on it."""
 
 
+def _escaped(template: str) -> str:
+    """A template with its literal (doubled) braces set aside, so that PLACEHOLDER finds placeholders only."""
+    return template.replace("{{", "\0").replace("}}", "\1")
+
+
+def words_of(template: str, filler: str = "") -> str:
+    """A template as its message prints it, each placeholder `filler`, literal braces single."""
+    return PLACEHOLDER.sub(filler, _escaped(template)).replace("\0", "{").replace("\1", "}")
+
+
 def _own_chars(template: str) -> int:
     """How many characters of a template are the message's own words, not its placeholders."""
-    return len(PLACEHOLDER.sub("", template.replace("{{", "\0").replace("}}", "\1")))
+    return len(words_of(template))
 
 
 TAIL_WORDS = 3
@@ -121,7 +131,7 @@ def opening_of(template: str, pattern: str) -> tuple[str, str] | None:
     """(words, pattern) of a message up to its first value, for a line that ends there ("Buffer overflow when
     allocating memory for batch_prefill_tmp_v" of FlashInfer's longer message): a paste cut short, or an older
     release's shorter form. None where the words before the value say too little or little follows it."""
-    plain = template.replace("{{", "\0").replace("}}", "\1")
+    plain = _escaped(template)
     first = PLACEHOLDER.search(plain)
     if first is None or "\n" in plain[:first.start()] or _own_chars(template[first.end():]) < MIN_LITERAL:
         return None
@@ -164,7 +174,7 @@ def _compiled_or_none(pattern: str | None) -> tuple[re.Pattern[str], ...]:
 def literal_of(template: str) -> str:
     """The longest literal part of a message template, within one of its lines and without the final stop people
     leave out when they quote it: every printed form of the message contains it."""
-    pieces = PLACEHOLDER.split(template.replace("{{", "\0").replace("}}", "\1"))
+    pieces = PLACEHOLDER.split(_escaped(template))
     parts = [p.strip().strip("`'\"").strip() for piece in pieces for p in piece.split("\n")]
     best = max(parts, key=len, default="").rstrip(".:;!, ")
     return best.replace("\0", "{").replace("\1", "}")

@@ -8,6 +8,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from .candidate import Candidate
 from .fixes import backend_package, generic_fix, own_advice, raising_package
+from .reader import FRAMEWORK_BACKENDS, IMPLEMENTATIONS
 from .topics import text_topics
 
 _RAISED = re.compile(
@@ -162,13 +163,12 @@ UNSUPPORTED = re.compile(r"\b(?:does not|doesn't|do not|don't|is not|isn't|are n
 """An error that says what is not supported ("SageAttention doesn't currently support training. Please use ...")."""
 
 
-_SDPA = ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")
 WORD_BACKENDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple((re.compile(p, re.I), b) for p, b in (
     (r"flash[_ -]?(?:attention|attn)[_ -]?v?3\b|\bFA ?3\b", ("flash-attn-3",)),
     (r"flash[_ -]?(?:attention|attn)[_ -]?v?4\b|\bFA ?4\b", ("flash-attn-4",)),
     (r"flash[_ -]?(?:attention|attn)(?![_ -]?v?[34]\b)|\bFA ?2\b", ("flash-attn-2",)),
     (r"\bflex[_ ]?attention|\bblock[_ ]?masks?\b", ("flex-attention",)),
-    (r"\bsdpa\b|scaled_dot_product_attention", _SDPA),
+    (r"\bsdpa\b|scaled_dot_product_attention", IMPLEMENTATIONS["sdpa"]),
 ))
 """The attention an error names in its own words ("Sequence parallelism requires flash attention", "Block masks are
 not implemented yet"): FlashAttention without a version is flash-attn 2, as the frameworks that print it mean."""
@@ -191,8 +191,6 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
     called = none_called(reading.lines, number)
     wanted = "" if called else asserted_available(message)
     if wanted:
-        from .reader import FRAMEWORK_BACKENDS
-
         backends = FRAMEWORK_BACKENDS.get(wanted, ()) or backends
         package = backend_package(backends, packages) or wanted
         topics = ("install-missing",)
