@@ -402,3 +402,11 @@ def test_the_advice_of_a_message_cut_before_it_is_offered_from_its_whole_wording
     fixes = json.loads(out)["cause"]["fixes"]
     assert fixes[0] == "as the message says: Increase the workspace buffer size."
     assert not any(f.startswith("the whole message goes on") for f in fixes)
+
+
+def test_the_advice_of_a_cut_message_keeps_its_literal_braces(cli):
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "RuntimeError: Rmsnorm without scale: X has more than one non-unit dimension after the first, so "
+                       "the normalization axes are ambiguous.")
+    fixes = json.loads(out)["cause"]["fixes"]
+    assert any("reshape X to {rows, hidden, 1, 1}, or (training) set the INV_VARIANCE dims" in f for f in fixes), fixes

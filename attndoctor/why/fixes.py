@@ -122,7 +122,9 @@ def cut_advice(entry: Any, lines: Sequence[str], number: int, generic: str) -> t
     if not getattr(entry, "indexed", False) or not entry.template:
         return (generic,)
     shown = " ".join(lines[max(0, number - 1):number + 1]).lower()
-    words = re.sub(r"\{[^{}]*\}", "...", entry.template.replace("{{", "{").replace("}}", "}"))
+    from .index import words_of
+
+    words = words_of(entry.template, "...")
     cut = tuple(f"the whole message goes on: {m.group(1).strip()}" for m in ADVICE.finditer(words)
                 if m.group(1).strip()[:24].lower() not in shown)[:1]
     return (*cut, generic) if generic.startswith("see ") else (generic, *cut)
