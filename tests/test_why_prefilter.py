@@ -103,6 +103,25 @@ def test_a_message_written_over_lines_is_found_on_the_lines_it_was_printed_on():
     assert literal in text and "\n" not in literal
 
 
+def test_a_message_of_several_lines_is_found_by_its_first_line():
+    """xformers' validate_inputs prints the bias shape it expected, then the three input shapes on lines of their own
+    (facebookresearch/xformers xformers/ops/fmha/common.py@v0.0.23); a paste that reflows or cuts those lines still
+    shows the first one. A first line that says little on its own stays unlooked-for."""
+    entries = load_index()
+    first = "ValueError: Invalid shape for attention bias: torch.Size([14, 10, 10]) (expected (1, 14, 10, 10))"
+    for text in (first, first + "\nquery.shape: torch.Size([1, 10, 14, 128])"):
+        assert "xformers" in {h.entry.library for h in read_text(text, entries).hits}, text
+    hit = next(h for h in read_text(first, entries).hits if h.entry.library == "xformers")
+    assert hit.groups["expected_shape"] == "(1, 14, 10, 10)"
+    # torch/cuda/__init__.py's capability warning opens with a line break its pattern keeps: one hit, with the values
+    warning = ("NVIDIA B200 with CUDA capability sm_100 is not compatible with the current PyTorch installation.\n"
+               "The current PyTorch install supports CUDA capabilities sm_80 sm_90.\n")
+    hits = [h for h in read_text(warning, entries).hits if h.entry.library == "pytorch"]
+    assert [h.groups.get("capability") for h in hits] == ["100"]
+    # inductor's "Incorrect result from choice {choice}\n\n{e}" opens with too few words of its own
+    assert not read_text("Incorrect result from choice TritonTemplateCaller", entries).hits
+
+
 def test_required_literals():
     assert required_literals(r"No available kernel\.\s+Aborting") == (("No available kernel.", False),)
     assert required_literals(r"(?i)\bgrad_[qkv]|d[QKV]\b") == tuple(sorted(

@@ -74,14 +74,35 @@ HEAD_MIN = 32
 
 
 def head_of(template: str, pattern: str) -> tuple[str, str] | None:
-    """(first sentence, its pattern) of a message of several sentences whose first one says enough on its own: its
+    """(first sentence or line, its pattern) of a message of several whose first one says enough on its own: its
     own words, placeholders aside, come to HEAD_MIN characters ("out of resource: {}, Required: {}, Hardware
-    limit: {}")."""
-    cut_t, cut_p = template.find(". "), pattern.find("\\. ")
-    first = template[:cut_t]
-    if cut_t < 0 or cut_p < 0 or _own_chars(first) < HEAD_MIN or len(literal_of(first)) < HEAD_LITERAL:
+    limit: {}"; xformers' "Invalid shape for attention bias: {} (expected {})" above its lines of shapes)."""
+    plain = template.lstrip()  # the pattern leaves out a message's opening line break
+    cut_t = min((i for i in (plain.find(". "), plain.find("\n")) if i >= 0), default=-1)
+    if cut_t < 0:
         return None
-    return first, pattern[:cut_p] + "\\.?"
+    first = plain[:cut_t].rstrip()
+    if plain[cut_t] == ".":
+        cut_p, stop = pattern.find("\\. "), "\\.?"
+    else:  # the line ends where the message's first line did: its last value runs to there
+        skip = 3 if pattern.startswith("\\s+") else 0  # some patterns keep the opening line break
+        pattern, cut_p, stop = pattern[skip:], _line_break(pattern[skip:]), r"(?=\s|$)"
+    if cut_p <= 0 or _own_chars(first) < HEAD_MIN or len(literal_of(first)) < HEAD_LITERAL:
+        return None
+    head = pattern[:cut_p]
+    if stop != "\\.?":
+        head = head[:-4] + ".*)" if head.endswith(".*?)") else head[:-2] + "\\.?" if head.endswith("\\.") else head
+    return first, head + stop
+
+
+def _line_break(pattern: str) -> int:
+    """Where a pattern's first line break is (a message's line break is \\s+ in its pattern); -1 where it has none."""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("\\s+", i):
+            return i
+        i += 2 if pattern[i] == "\\" else 1
+    return -1
 
 
 HEAD_LITERAL = 12
