@@ -153,3 +153,27 @@ def test_a_message_later_releases_no_longer_print_offers_the_upgrade_and_a_curre
     doc = json.loads(cli("why", current, "--no-here", "--format", "json")[1])
     assert doc["cause"]["id"] == "VLLM-EB9DFFEEB8DB"
     assert not any("no longer prints" in f for f in doc["cause"]["fixes"])
+
+
+def test_a_check_that_holds_only_below_a_cudnn_release_offers_that_release(cli):
+    """cudnn-frontend's THD check fails on sm < 90 only while `get_backend_version() < 91801`
+    (NVIDIA/cudnn-frontend include/cudnn_frontend/node/sdpa_support_surface.h@v1.20.0:347): cuDNN 9.18.1 lifts it. Where
+    the cuDNN given is already past the bound, the message came from another cuDNN than the one given."""
+    text = "cuDNN Error: THD (ragged offset) is only supported in Hopper and above : 80."
+    doc = json.loads(cli("why", text, "--no-here", "--format", "json", "--gpu", "A100", "--cudnn", "9.10.2")[1])
+    assert doc["cause"]["id"] == "CUDNN-FRONTEND-BB295E1883CF"
+    assert doc["cause"]["fixes"][0].startswith("upgrade cuDNN to 9.18.1 or later")
+    doc = json.loads(cli("why", text, "--no-here", "--format", "json", "--gpu", "A100", "--cudnn", "9.19.0")[1])
+    assert not any(f.startswith("upgrade cuDNN") for f in doc["cause"]["fixes"])
+    assert any("cuDNN the process loads" in f for f in doc["cause"]["fixes"])
+    # a check that fails from a release on, or that an upgrade alone does not lift, offers none
+    from attndoctor.why.fixes import cudnn_bound_fix
+
+    assert cudnn_bound_fix("detail::get_backend_version() >= 90000 && (d_qk > 256)", None) == ()
+    assert cudnn_bound_fix("(output_data_type == DataType_t::HALF) && (detail::get_backend_version() < 91300 || "
+                           "prop_major < 10)", None) == ()
+    assert cudnn_bound_fix("detail::get_backend_version() <= 90900 && d_qk > 128", "9.8.0")[0].startswith(
+        "upgrade cuDNN past 9.9.0")
+    assert cudnn_bound_fix("max_q <= 128 and cudnn_version < 92400", None)[0].startswith("upgrade cuDNN to 9.24.0")
+    assert cudnn_bound_fix("is_bias && detail::get_backend_version() < 8906", None)[0].startswith(
+        "upgrade cuDNN to 8.9.6")

@@ -314,6 +314,48 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
 
 
+_CUDNN_BELOW = re.compile(r"(?:get_backend_version\(\)|effective_cudnn_ver|backend_version\(\)|get_compiled_version\(\)\)?"
+                          r"|\bcudnn_version|\bcudnn_runtime_version|\bCUDNN_VERSION)\s*(<=?)\s*(\d{4,6})\b")
+"""A cuDNN version bound in a check's condition, as cudnn-frontend, PyTorch, FlashInfer and TransformerEngine write it
+(cuDNN's own version numbers: 8906 is 8.9.6, 91801 is 9.18.1)."""
+
+
+def cudnn_release(code: int) -> str:
+    """cuDNN's version number as its release (CUDNN_VERSION: major * 1000 before 9, major * 10000 from 9 on)."""
+    major, rest = divmod(code, 10000) if code >= 90000 else divmod(code, 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def cudnn_bound_fix(condition: str, given: str | None) -> tuple[str, ...]:
+    """The cuDNN release that lifts a check that fails only below it (`detail::get_backend_version() < 91801` and
+    other terms, all of which an upgrade leaves in place): upgrade to it; where the cuDNN given is already there, the
+    process loaded another one. Nothing for a check an upgrade alone does not lift (a bound beside other
+    alternatives, `... || prop_major < 10`) or that fails from a release on (`>= 90000 && d > 256`)."""
+    found = _CUDNN_BELOW.findall(condition or "")
+    alternatives = re.split(r"\|\||\bor\b", condition or "")
+    if not found or condition.lstrip().startswith("!") or (
+            len(alternatives) > 1 and not all(_CUDNN_BELOW.search(a) for a in alternatives)):
+        return ()
+    op, code = max(found, key=lambda f: int(f[1]) + (f[0] == "<="))
+    release = cudnn_release(int(code))
+    if given:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            past = Version(given) > Version(release) if op == "<=" else Version(given) >= Version(release)
+        except InvalidVersion:
+            past = False
+        if past:
+            return (f"check which cuDNN the process loads (python -c \"import torch; print(torch.backends.cudnn."
+                    f"version())\"): the check fails only {'up to' if op == '<=' else 'below'} cuDNN {release}, not with "
+                    f"the {given} given; a second copy (torch's bundled nvidia-cudnn wheel, a system libcudnn) "
+                    "shadows it",)
+    lift = f"past {release}" if op == "<=" else f"to {release} or later"
+    return (f"upgrade cuDNN {lift}: the check behind the message fails only {'up to' if op == '<=' else 'below'} "
+            f"{release} (its condition: {' '.join(condition.split())[:160]}); cuDNN comes as the nvidia-cudnn-cu12/cu13 "
+            "wheel or with a torch build that bundles a newer one",)
+
+
 def retired_fix(entry: Any) -> tuple[str, ...]:
     """An upgrade where the library's later releases no longer print the message (an index entry's `retired`)."""
     if not entry.retired or entry.kind == "log":

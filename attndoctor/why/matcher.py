@@ -7,9 +7,9 @@ from typing import Any, Mapping, Sequence
 
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
-from .fixes import (MIXED_DTYPES_FIX, another_install, caller_package, cut_advice, distinct, fixed_value, generic_fix, kernel_package,
-                    own_advice, own_fix, own_requirement, package_of, retired_fix, rule_fixes, shipped_by,
-                    with_caller)
+from .fixes import (MIXED_DTYPES_FIX, another_install, caller_package, cudnn_bound_fix, cut_advice, distinct,
+                    fixed_value, generic_fix, kernel_package, own_advice, own_fix, own_requirement, package_of,
+                    retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
 from .reader import first_hits
 from .remedies import with_alternative
@@ -79,9 +79,10 @@ CAUSE_AT = 3.0
 CONSIDER_AT = 0.35
 """Symptom similarity from which a rule no message links is considered at all."""
 def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: Sequence[Mapping[str, Any]] = (),
-         similarity: Similarity | None = None, given: Sequence[str] = ()) -> list[Candidate]:
+         similarity: Similarity | None = None, given: Sequence[str] = (), cudnn: str | None = None) -> list[Candidate]:
     """Every candidate worth showing, best first. `given`: the packages whose versions the user gave (flags, the
-    text); where it is one attention package, its backends are those of a cause that names none (a CUDA error)."""
+    text); where it is one attention package, its backends are those of a cause that names none (a CUDA error).
+    `cudnn`: the cuDNN release the facts give."""
     similarity = similarity or Similarity({r.id: f"{r.symptom} {r.title}" for r in rules})
     extra = set().union(*(tokens(" ".join(str(f.get(k, "")) for k in ("title", "message", "symptom")))
                           for f in install_findings)) if install_findings else set()
@@ -98,7 +99,7 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
     fallback = _given_backends(given, result)
-    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages, fallback))
+    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages, fallback, cudnn))
     out.extend(_install_candidates(install_findings, reading, windows))
     out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
                              {h.entry.id for h in reading.hits
@@ -246,7 +247,7 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
 
 def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],
                         best_rule: float, links: Mapping[str, tuple[str, ...]],
-                        packages: Mapping[str, str], fallback: tuple[str, ...]) -> list[Candidate]:
+                        packages: Mapping[str, str], fallback: tuple[str, ...], cudnn: str | None = None) -> list[Candidate]:
     """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
     out: list[Candidate] = []
     named = set(reading.backends)
@@ -316,7 +317,8 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
                 entry, topics, backends, line, packages, reading.framed)))))),
             backends, entry.library)
-        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (*fixes, *retired_fix(entry))  # mixed: every backend
+        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (  # mixed dtypes: every backend refuses them
+            *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry))
         out.append(Candidate(id=entry.id, kind="message", score=round(score, 2), reasons=tuple(reasons),
                              title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
                              references=entry.source, lines=(hit.line,), topics=topics))

@@ -138,7 +138,7 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
         install_findings = environment_findings(env)
     given = tuple(f for f in ENV_TARGETS if f != "gpu" and (f in explicit or f in reading.facts))
     candidates = tuple(rank(reading=reading, rules=base.rules, result=result, install_findings=install_findings,
-                            given=given))
+                            given=given, cudnn=env.versions.get("cudnn")))
     answer = WhyAnswer(reading=reading, config=config, environment=env, result=result, candidates=candidates,
                        settle=(), dropped=tuple(dropped), te=_te_story(reading, result), rule_count=len(base.rules))
     return answer._replace(settle=_settle(answer))
