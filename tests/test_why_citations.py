@@ -10,6 +10,11 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("FACT-THD-LAYOUT", "NVIDIA/TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/"
+     "utils.py@v2.8:711", "Disabling FlashAttention as it does not support context parallelism with attention bias "
+     "for THD format", {}),
+    ("FACT-THD-LAYOUT", "NVIDIA/cudnn-frontend include/cudnn_frontend/node/sdpa_support_surface.h@v1.20.0:347",
+     "cudnnGraphNotSupportedError: THD (ragged offset) is only supported in Hopper and above", {}),
     ("TORCH-OP-SCHEMA-ARGUMENT-COUNT", "pytorch/pytorch torch/csrc/jit/python/pybind_utils.h@wheel:torch-2.13.0:995, "
      "flash-attn 2.7.0's op called with 2.6's arguments",
      "RuntimeError: flash_attn::_flash_attn_forward() is missing value for argument 'window_size_left'. Declaration: "
@@ -196,6 +201,8 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("FACT-THD-LAYOUT", "Disabling FlashAttention 3 for FP8 KV caching and non-THD"),
+    ("FACT-THD-LAYOUT", "ValueError: qkv_format must be {BSHD, SBHD, THD}."),
     ("ONNX-EXPORT-SDPA-OPSET", "UnsupportedOperatorError: Exporting the operator 'aten::softmax' to ONNX opset version "
      "12 is not supported."),
     ("FA-TRITON-OPS-NEED-TORCH-26", "AttributeError: module 'torch.library' has no attribute 'custom_op'"),

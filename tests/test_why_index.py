@@ -161,6 +161,11 @@ def test_a_check_that_holds_only_below_a_cudnn_release_offers_that_release(cli):
     the cuDNN given is already past the bound, the message came from another cuDNN than the one given."""
     text = "cuDNN Error: THD (ragged offset) is only supported in Hopper and above : 80."
     doc = json.loads(cli("why", text, "--no-here", "--format", "json", "--gpu", "A100", "--cudnn", "9.10.2")[1])
+    assert doc["config"]["layout"] == "thd"  # the message names the layout, so the rule behind it is in reach
+    assert any(f.startswith("upgrade cuDNN to 9.18.1") or f.startswith("upgrade cudnn to 9.18.1")
+               for f in doc["cause"]["fixes"])
+    doc = json.loads(cli("why", text, "--no-here", "--format", "json", "--gpu", "A100", "--cudnn", "9.10.2",
+                         "--layout", "bshd")[1])
     assert doc["cause"]["id"] == "CUDNN-FRONTEND-BB295E1883CF"
     assert doc["cause"]["fixes"][0].startswith("upgrade cuDNN to 9.18.1 or later")
     doc = json.loads(cli("why", text, "--no-here", "--format", "json", "--gpu", "A100", "--cudnn", "9.19.0")[1])
