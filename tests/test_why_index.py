@@ -124,6 +124,25 @@ def test_why_names_an_index_message_as_the_cause_with_a_fix(cli, tmp_path, monke
     assert doc["cause"]["fixes"] and doc["config"]["hdim"] == 320
 
 
+def test_an_import_that_fails_on_a_compiled_extension_file_is_a_broken_build(cli):
+    """transformers' "Failed to import {module} because of the following error ...: {e}"
+    (huggingface/transformers src/transformers/utils/import_utils.py@v4.46.0 _LazyModule._get_module): where {e} names
+    an extension's file under site-packages, the package is installed and its binary did not load; where it says
+    "No module named", the package is missing."""
+    broken = ("RuntimeError: Failed to import transformers.models.llama.modeling_llama because of the following error "
+              "(look up to see its traceback): /opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-"
+              "x86_64-linux-gnu.so: undefined symbol")
+    assert text_topics(broken)[0] == "install-abi"
+    cut = broken.split("flash_attn_2_cuda.")[0] + "flash_attn_2_cuda."  # a paste cut after the module's name
+    assert text_topics(cut)[0] == "install-abi"
+    missing = ("RuntimeError: Failed to import transformers.models.llama.modeling_llama because of the following error "
+               "(look up to see its traceback): No module named 'flash_attn'")
+    assert text_topics(missing)[0] == "install-missing"
+    assert "install-abi" not in text_topics("ImportError: /opt/venv/lib/python3.11/site-packages/torch/nn/_C.py")
+    doc = json.loads(cli("why", cut, "--no-here", "--format", "json")[1])  # the error's own words keep that path
+    assert doc["cause"]["topics"][0] == "install-abi" and doc["cause"]["fixes"][0].startswith("reinstall flash-attn")
+
+
 def test_a_model_class_named_for_causal_lm_is_no_mask():
     """transformers' messages print the model's class: "...ForCausalLM" is its task, not a causal mask."""
     assert "mask" not in text_topics("InternLM2ForCausalLM does not support Flash Attention 2.0 yet.")

@@ -9,7 +9,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 from .candidate import Candidate
 from .fixes import backend_package, generic_fix, own_advice, raising_package
 from .reader import FRAMEWORK_BACKENDS, IMPLEMENTATIONS
-from .topics import text_topics
+from .topics import EXTENSION_FILE, text_topics
 
 _RAISED = re.compile(
     r"^\s*(?:\[[^\]]*\]:?\s*)*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|OutOfResources|Assertion failed)"
@@ -31,6 +31,11 @@ _LOGGED = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[A-Za-z_][\w.]*:\s+)?")
 """A logger's prefix before the message (llama_new_context_with_model: ..., [rank0] x: ...)."""
 _PATH = re.compile(r"\S*[\\/]\S*")
 """A file path in a message: its folder names (ComfyUI_windows_portable) are not what the message is about."""
+
+
+def _folders(path: re.Match[str]) -> str:
+    """A path's words are not the message's, except an extension's compiled file: the import failed on the binary."""
+    return path.group(0) if EXTENSION_FILE.search(path.group(0)) else " "
 SHORT = 2
 """A text of at most this many lines is the message itself, whatever its first word."""
 MIN_CHARS = 12
@@ -209,7 +214,7 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         fixes = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
                  f"it imports, or choose another attention in the program than the one that calls {called}",)
     else:
-        topics = tuple(dict.fromkeys(t for t in (*text_topics(_PATH.sub(" ", message)), *shape_topics(message))
+        topics = tuple(dict.fromkeys(t for t in (*text_topics(_PATH.sub(_folders, message)), *shape_topics(message))
                                      if t != "other"))
         advice = own_advice(reading.lines, number)
         if not topics and advice and UNSUPPORTED.search(message):

@@ -21,6 +21,9 @@ NAME_TOPICS: Mapping[str, str] = {
 INSTALL_TOPICS: Mapping[str, str] = {"arch": "install-arch", "abi": "install-abi", "unreadable": "install-missing"}
 PACKAGES = frozenset({"torch", "cuda", "cudnn", "flash_attn", "flash_attn_3", "flash_attn_4", "cutlass_dsl", "cudnn_frontend",
                       "te", "driver", "cudnn_compiled"})
+EXTENSION_FILE = re.compile(r"(?:site|dist)-packages[/\\](?:[\w.-]+[/\\])*\w+_(?:cuda|C)\.(?!py\b)")
+"""An extension's compiled file under site-packages (flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so): an import
+that fails on it found the package installed and its binary not loading."""
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
     # Blackwell's tensor memory (TMEM) holds the accumulators, whose columns grow with the head dim; FlashInfer's
     # NUM_MMA_D_QK / NUM_MMA_D_VO are the head dims in MMA tiles
@@ -40,7 +43,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|sequence parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b|\bs_aux\b", "sinks"),
     (r"undefined symbol|\bABI\b|was compiled against|built for|install(?:ation)? (?:seems to be |is |looks )?broken|"
-     r"broken install", "install-abi"),
+     r"broken install|" + EXTENSION_FILE.pattern, "install-abi"),
     (r"no kernel image|no device code|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
      r"available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
