@@ -10,7 +10,7 @@ import pytest
 DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
-             "sageattention", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "triton",
+             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "triton",
              "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
@@ -160,6 +160,9 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("RuntimeError: Expected attn_bias.stride(1) == 0 to be true, but got false.", "xformers", None, None),
     ("ERROR 04-24 11:52:08 [fa_utils.py:42] Cannot use FA version 2 is not supported due to FA2 is only supported "
      "on devices with compute capability >= 8", "vllm", None, None),
+    # jax-ml/jax jax/_src/cudnn/fused_attention_stablehlo.py (jax 0.6.2 and 0.5.3 wheels)
+    ("NotImplementedError: Packed layout requires cudnn version >= 9.6 and at least hopper arch.", "jax", None, None),
+    ("ValueError: The head dim must be <= 128 and a multiple of 8, but got 80.", "jax", None, None),
 ])
 def test_known_messages_are_found(text, library, fact, value):
     hits = [e for lib, e in ENTRIES if lib == library and COMPILED[e["id"]].search(text)]

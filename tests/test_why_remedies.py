@@ -53,7 +53,7 @@ def test_an_undefined_symbol_in_transformer_engine_says_to_rebuild_transformer_e
 
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
-    frameworks = {"transformers", "vllm", "sglang", "sageattention", "llamafactory"}
+    frameworks = {"transformers", "vllm", "sglang", "sageattention", "llamafactory", "jax"}
     keys = [key.partition("@") for key in load_remedies()]
     assert all(lib in frameworks and backend in backends for lib, at, backend in keys if at)
     assert {lib for lib, at, _ in keys if not at} <= backends | frameworks
@@ -172,3 +172,12 @@ def test_llama_factorys_own_attention_messages_are_read() -> None:
                  "flash attention 2, change `flash_attn` to fa2.")
     assert any(h.entry.library == "llamafactory" for h in got.reading.hits)
     assert "flash_attn: sdpa" in with_alternative((), (), "llamafactory")[-1]
+
+
+def test_a_jax_message_about_cudnn_offers_jaxs_own_attention_not_torchs() -> None:
+    """jax-ml/jax jax/_src/cudnn/fused_attention_stablehlo.py@wheel:jax-0.5.3: JAX's cuDNN attention is left through
+    dot_product_attention's implementation argument, not PyTorch's or TransformerEngine's switches."""
+    got = answer("NotImplementedError: Packed layout requires cudnn version >= 9.6.", gpu="H100", cudnn="9.4.0")
+    assert got.cause.id.startswith("JAX-")
+    text = " ".join(got.cause.fixes)
+    assert "implementation='xla'" in text and "enable_cudnn_sdp" not in text

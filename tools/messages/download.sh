@@ -17,6 +17,7 @@ for v in 2.1.2 2.3.1 2.5.1 2.7.1 2.9.1 2.11.0; do get "torch==$v" "${mac[@]}"; d
 for v in 2.13.0 2.15.0; do get "torch==$v" --platform win_amd64 --only-binary=:all: --python-version 3.11; done
 for v in 4.36.2 4.39.3 4.42.4 4.46.3 4.48.3 4.50.3 4.53.3 4.54.1 4.55.4 4.57.6 5.5.4 5.24.0; do get "transformers==$v" --only-binary=:all:; done
 for v in 0.30.3 0.33.1 0.35.2 0.37.1 0.42.1; do get "diffusers==$v" --only-binary=:all:; done
+for v in 0.4.30 0.4.38 0.5.3 0.6.2 0.7.2 0.8.3 0.10.2 0.12.0; do get "jax==$v" --only-binary=:all: --python-version 3.12; done
 # wheels only: building an sdist's metadata would install vLLM's build requirements
 # releases before 0.5.5 publish no Python 3.12 wheels; 0.4.0-0.4.2 none for 3.11 either
 for v in 0.4.0.post1 0.4.2; do get "vllm==$v" --only-binary=:all: "${linux[@]}" --python-version 3.10; done

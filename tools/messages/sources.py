@@ -203,6 +203,15 @@ SOURCES = [
         "text": {_HF_MODELS: _ATTN_TEXT},
     },
     {
+        # JAX's cuDNN attention (jax.nn.dot_product_attention(implementation="cudnn") builds a cuDNN SDPA graph) and
+        # its Pallas GPU attention kernels; pure-Python wheels
+        "name": "jax-wheels", "repo": "jax-ml/jax", "wheels": "jax-*", "library": lambda p, ref="": "jax",
+        "include": [r"^jax/_src/cudnn/fused_attention_stablehlo\.py$", r"^jax/_src/nn/functions\.py$",
+                    r"^jax/experimental/pallas/ops/gpu/(attention|attention_mgpu|decode_attention|"
+                    r"paged_attention)\.py$"],
+        "scope": {r"^jax/_src/nn/functions\.py$": _ATTN_FUNCS},
+    },
+    {
         "name": "diffusers-wheels", "repo": "huggingface/diffusers", "wheels": "diffusers-*",
         "library": lambda p, ref="": "diffusers",
         "include": [r"^diffusers/models/attention_dispatch\.py$", r"^diffusers/models/attention_processor\.py$",
@@ -351,6 +360,8 @@ def default_backends(library: str, path: str) -> list:
         return ["flash-attn-3"]
     if library == "sglang" and _SGLANG_FA4.search(path):
         return ["flash-attn-4"]
+    if library == "jax" and path.startswith("jax/_src/cudnn/"):
+        return ["cudnn-fe"]
     if library == "flashinfer" and path.startswith("flashinfer/cudnn/"):
         # FlashInfer's cuDNN prefill and decode build cudnn-frontend SDPA graphs (`import cudnn`, `graph.sdpa`)
         return ["cudnn-fe"]
