@@ -385,6 +385,18 @@ def other_vendor(text: str) -> bool:
     return bool(_OTHER_VENDOR.search(str(text or ""))) and lookup_gpu(text) is None
 
 
+def several_gpus(text: str | None) -> str:
+    """Why a `--gpu` value names no one GPU ("GPU 'RTX 3090 / RTX 5090' names several GPUs (RTX 3090, RTX 5090)");
+    '' for one GPU, no value, or a value wrong in another way."""
+    try:
+        resolve_gpu(str(text)) if text else None
+    except SeveralGpus as exc:
+        return str(exc).partition("; give one")[0]
+    except UsageError:
+        pass
+    return ""
+
+
 _SERIES = re.compile(r"^(?:nvidia\s*)?(?:geforce\s*)?(?P<line>rtx|gtx)\s*(?P<gen>\d{2})"
                      r"(?:\s*(?:xx|[- ]?series|s)|00\s*[- ]?series)$", re.I)
 """A product line named by its series ("RTX 50XX", "RTX 40 series", "GTX 10xx", "RTX 4000 series")."""
@@ -444,6 +456,10 @@ _REMARK = re.compile(r"\([^()]*\)")
 _SEVERAL = re.compile(r"\s*/\s*|\s+(?:and|or|vs\.?|&)\s+|\s*[,;+]\s*", re.I)
 
 
+class SeveralGpus(UsageError):
+    """A `--gpu` value that names more than one GPU or compute capability ("RTX 3090 / RTX 5090")."""
+
+
 def resolve_gpu(text: str) -> tuple[str, int]:
     """(name, sm) for a `--gpu` value: a catalogue name or alias, or a compute capability (`sm90` → ("sm90", 90)).
 
@@ -461,10 +477,10 @@ def resolve_gpu(text: str) -> tuple[str, int]:
         remark = [sm for sm in map(_remark_sm, _REMARK.findall(raw)) if sm is not None]
         remark += [tail_sm] if tail_sm else []
         if len(set(remark)) > 1:
-            raise UsageError(f"GPU {raw[:60]!r} names several compute capabilities "
+            raise SeveralGpus(f"GPU {raw[:60]!r} names several compute capabilities "
                              f"({', '.join(f'sm{sm}' for sm in dict.fromkeys(remark))}); give one")
         if spec is not None and remark and remark[0] != spec.sm:
-            raise UsageError(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
+            raise SeveralGpus(f"GPU {raw[:60]!r} names {spec.name} (sm{spec.sm}) and sm{remark[0]}; give one")
         if spec is not None:
             return spec.name, spec.sm
         if remark and not tail_sm:  # "Jetson Xavier (CC 7.2)": a capability in parentheses settles an unknown name
@@ -474,7 +490,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
             names = list(dict.fromkeys(s.name for s in several if s))
             if len({s.sm for s in several if s}) == 1:
                 return " / ".join(names), several[0].sm
-            raise UsageError(f"GPU {raw[:60]!r} names several GPUs ({', '.join(names)}); give one (--gpu takes one GPU; "
+            raise SeveralGpus(f"GPU {raw[:60]!r} names several GPUs ({', '.join(names)}); give one (--gpu takes one GPU; "
                              "explain a fleet with --config-file or `attndoctor fleet`)")
         sm = parse_sm(raw) or _sm_beside_arch(raw)
         if sm is not None:
@@ -487,7 +503,7 @@ def resolve_gpu(text: str) -> tuple[str, int]:
             if len(family) == 1:
                 return f"sm{family[0]}", family[0]
             options = ", ".join(f"sm{sm}" for sm in family)
-            raise UsageError(f"GPU {raw!r} names an architecture of several compute capabilities ({options}); "
+            raise SeveralGpus(f"GPU {raw!r} names an architecture of several compute capabilities ({options}); "
                              "give the GPU's name (e.g. B200, RTX 5090) or one of them")  # callers that can sweep ask arch_family first
     shown = raw if len(raw) <= 40 else raw[:37] + "..."
     if _OTHER_VENDOR.search(raw):

@@ -445,3 +445,17 @@ def test_fp8_inputs_are_a_dtype_and_an_fp8_kv_cache_is_not():
     assert _facts("q = q.to(torch.float8_e4m3fn)")["dtype"] == ("fp8", 1)
     assert _facts("kv_cache_dtype=fp8 dtype=bf16")["dtype"] == ("bf16", 1)
     assert "dtype" not in _facts("vllm serve model --kv-cache-dtype fp8")
+
+
+def test_why_reads_the_text_without_a_gpu_flag_that_names_several(cli) -> None:
+    """A thread that says "RTX 3090 / RTX 5090" gives no one GPU: `why` reads the text without one and says so, as
+    for another vendor's GPU; `explain`, which answers for one GPU, still refuses it."""
+    import json
+
+    text = "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
+    code, out, err = cli("why", text, "--no-here", "--format", "json", "--gpu", "RTX 3090 / RTX 5090")
+    assert code in (0, 1), err
+    dropped = json.loads(out)["understood"]["dropped"]
+    assert any("RTX 3090 / RTX 5090" in d and "several GPUs" in d and "without a GPU" in d for d in dropped)
+    code, _, err = cli("explain", "--backend", "flash-attn-2", "--hdim", "128", "--gpu", "RTX 3090 / RTX 5090")
+    assert code == 2 and "several GPUs" in err

@@ -181,3 +181,4 @@ def test_a_jax_message_about_cudnn_offers_jaxs_own_attention_not_torchs() -> Non
     assert got.cause.id.startswith("JAX-")
     text = " ".join(got.cause.fixes)
     assert "implementation='xla'" in text and "enable_cudnn_sdp" not in text
+

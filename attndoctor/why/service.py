@@ -80,7 +80,7 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     from ..config import make_config
     from ..engine.rules import load_rulebase
     from ..environment import environment_from_flags
-    from ..gpus import other_vendor
+    from ..gpus import other_vendor, several_gpus
     from ..services import diagnose_many
     from .catalogue import catalogue_path, check_links, load_catalogue
     from .index import load_index
@@ -111,6 +111,10 @@ def explain_text(text: str, *, base_env: Any, env_flags: Mapping[str, Any] | Non
     if other_vendor(explicit.get("gpu")):
         dropped.append(f"--gpu {explicit.pop('gpu')!r}: not an NVIDIA GPU; the rules cover NVIDIA GPUs (CUDA) only, "
                        "so the text is read without a GPU")
+    several = several_gpus(explicit.get("gpu"))
+    if several:  # a thread's "RTX 3090 / RTX 5090": the text is still worth reading
+        explicit.pop("gpu")
+        dropped.append(f"--gpu: {several}, so the text is read without a GPU")
     if explicit:
         env = environment_from_flags(explicit, base=env)
 
