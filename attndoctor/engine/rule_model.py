@@ -50,6 +50,9 @@ DATA_CONDITIONS: dict[str, str] = {
     "memory-reuse": "the caching allocator reuses freed scratch memory while the kernel still reads it",
     "timing": "the outcome depends on stream timing (a race)",
     "padding-garbage": "padded positions hold non-zero values",
+    "nonfinite-unused-kv": "K/V positions the call does not attend to (a KV cache's slots past a sequence's length, padding "
+                           "after a packed sequence) hold NaN or Inf (a cache made with torch.empty, memory shared with "
+                           "other state)",
     "blockmask-length": "a FlexAttention BlockMask built for longer sequences than the call's q/k/v is reused",
 }
 """Facts about the tensors' values or the call's surroundings that a config cannot state: an advisory that needs one
