@@ -201,3 +201,6 @@ def test_a_check_that_holds_only_below_a_cudnn_release_offers_that_release(cli):
     assert cudnn_bound_fix("max_q <= 128 and cudnn_version < 92400", None)[0].startswith("upgrade cuDNN to 9.24.0")
     assert cudnn_bound_fix("is_bias && detail::get_backend_version() < 8906", None)[0].startswith(
         "upgrade cuDNN to 8.9.6")
+    # the lower of the compiled and the loaded cuDNN (cudnn-frontend's stats_use_log2 check)
+    assert cudnn_bound_fix("stats_use_log2 && std::min(detail::get_compiled_version(), detail::get_backend_version()) "
+                           "< 92700", None)[0].startswith("upgrade cuDNN to 9.27.0")

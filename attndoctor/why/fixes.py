@@ -314,7 +314,7 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
 
 
-_CUDNN_BELOW = re.compile(r"(?:get_backend_version\(\)|effective_cudnn_ver|backend_version\(\)|get_compiled_version\(\)\)?"
+_CUDNN_BELOW = re.compile(r"(?:(?:get_backend_version|get_compiled_version|backend_version)\(\)\)?|effective_cudnn_ver"
                           r"|\bcudnn_version|\bcudnn_runtime_version|\bCUDNN_VERSION)\s*(<=?)\s*(\d{4,6})\b")
 """A cuDNN version bound in a check's condition, as cudnn-frontend, PyTorch, FlashInfer and TransformerEngine write it
 (cuDNN's own version numbers: 8906 is 8.9.6, 91801 is 9.18.1)."""
