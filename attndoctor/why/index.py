@@ -82,17 +82,20 @@ def head_of(template: str, pattern: str) -> tuple[str, str] | None:
     if cut_t < 0:
         return None
     first = plain[:cut_t].rstrip()
-    if plain[cut_t] == ".":
-        cut_p, stop = pattern.find("\\. "), "\\.?"
-    else:  # the line ends where the message's first line did: its last value runs to there
-        skip = 3 if pattern.startswith("\\s+") else 0  # some patterns keep the opening line break
-        pattern, cut_p, stop = pattern[skip:], _line_break(pattern[skip:]), r"(?=\s|$)"
+    by_line = plain[cut_t] == "\n"
+    pattern = pattern.removeprefix("\\s+") if by_line else pattern  # some patterns keep the opening line break
+    cut_p = _line_break(pattern) if by_line else pattern.find("\\. ")
     if cut_p <= 0 or _own_chars(first) < HEAD_MIN or len(literal_of(first)) < HEAD_LITERAL:
         return None
     head = pattern[:cut_p]
-    if stop != "\\.?":
-        head = head[:-4] + ".*)" if head.endswith(".*?)") else head[:-2] + "\\.?" if head.endswith("\\.") else head
-    return first, head + stop
+    if not by_line:
+        return first, head + "\\.?"
+    # the line ends where the message's first line did: its last value runs to there, its final stop is optional
+    if head.endswith(".*?)"):
+        head = head[:-4] + ".*)"
+    elif head.endswith("\\."):
+        head = head[:-2] + "\\.?"
+    return first, head + r"(?=\s|$)"
 
 
 def _line_break(pattern: str) -> int:

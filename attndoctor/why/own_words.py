@@ -31,15 +31,15 @@ _LOGGED = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[A-Za-z_][\w.]*:\s+)?")
 """A logger's prefix before the message (llama_new_context_with_model: ..., [rank0] x: ...)."""
 _PATH = re.compile(r"\S*[\\/]\S*")
 """A file path in a message: its folder names (ComfyUI_windows_portable) are not what the message is about."""
+SHORT = 2
+"""A text of at most this many lines is the message itself, whatever its first word."""
+MIN_CHARS = 12
+"""A shorter message ("AssertionError: ") names nothing."""
 
 
 def _folders(path: re.Match[str]) -> str:
     """A path's words are not the message's, except an extension's compiled file: the import failed on the binary."""
     return path.group(0) if EXTENSION_FILE.search(path.group(0)) else " "
-SHORT = 2
-"""A text of at most this many lines is the message itself, whatever its first word."""
-MIN_CHARS = 12
-"""A shorter message ("AssertionError: ") names nothing."""
 
 
 _SIZES = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton "
