@@ -184,3 +184,15 @@ def test_a_jax_message_about_cudnn_offers_jaxs_own_attention_not_torchs() -> Non
     # the release the check's own bound names comes once, not again from the message's words
     assert got.cause.fixes[0].startswith("upgrade cuDNN to 9.6.0") and "install cudnn at the version" not in text
 
+
+
+def test_only_a_bound_that_is_offered_takes_the_place_of_the_versions_a_message_names() -> None:
+    """The upgrade a cuDNN bound gives is added to an index message's fixes only; an error's own words (whose 'note'
+    is the message itself) keep the version they name even where they hold such a bound."""
+    from types import SimpleNamespace
+
+    from attndoctor.why.fixes import generic_fix
+
+    words = "requires cuDNN >= 9.6 (cudnn_version < 90600)"
+    printer = SimpleNamespace(library="the program", note=words, source=(), retired="", kind="error")
+    assert generic_fix(printer, ("version-mismatch",), (), words).startswith("install cuDNN at the version")

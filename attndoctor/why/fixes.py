@@ -293,8 +293,9 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         return (f"upgrade {library}: the message says the support is not there yet, so a later release may add it; "
                 "until then use another attention implementation for this model")
     named = VERSIONED.search(text) if "version-mismatch" in topics else None
-    if named and named.group(1).lower() == "cudnn" and cudnn_bound_fix(entry.note or "", None):
-        named = None  # the check's own bound names the release, and that fix comes first (cudnn_bound_fix)
+    if named and named.group(1).lower() == "cudnn" and getattr(entry, "indexed", False) and cudnn_bound_fix(
+            entry.note or "", None):
+        named = None  # the check's own bound names the release, and the matcher offers that fix first
     if named:
         package = VERSIONED_LABELS.get(named.group(1).lower(), named.group(1))
         return f"install {package} at the version the message asks for ({named.group(0).strip()})"
