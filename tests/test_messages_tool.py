@@ -139,6 +139,15 @@ def test_a_message_written_over_lines_is_found_as_a_terminal_shows_it_or_joined(
     assert not re.search(pattern, "RuntimeError: The detected CUDA version (12.1) is fine")
 
 
+def test_a_value_said_to_be_unsupported_is_too_generic_a_message():
+    """vllm/model_executor/models/llama.py@wheel:vllm-0.6.6:179 raises f"{type(interleaved_sliding_window)} is not
+    supported.": its words fit any error that says something is not supported."""
+    from tools.messages.model import skip_reason
+    for words in (" is not supported.", " are not supported", " is not implemented"):
+        assert skip_reason([(PH, "type_interleaved_sliding_window", ""), (LIT, words)]) == "generic text", words
+    assert skip_reason([(PH, "x", ""), (LIT, " is not supported for sliding window attention.")]) is None
+
+
 def test_pythons_own_wording_raised_by_a_library_is_no_message_of_it():
     """cudnn/_pygraph.py raises AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")."""
     from tools.messages.model import skip_reason

@@ -242,8 +242,8 @@ def skip_reason(parts: list) -> str | None:
         return None  # a printed check such as "query.shape[-1] % 8 != 0" identifies the refusal
     if len(words) < 2 or (len(words) == 2 and len(lits.strip()) < 16):
         return "fewer than 3 literal words"
-    if normalize(lits).strip(" .:!").lower() in GENERIC:
-        return "generic text"
+    if re.sub(r"^(?:is|are|was|were) ", "", normalize(lits).strip(" .:!").lower()) in GENERIC:
+        return "generic text"  # "{value} is not supported." says no more than "not supported"
     if normalize(re.sub(r"[`'\"]", "", lits)).strip(" .:!").lower() in PYTHON_OWN:
         return "Python's or PyTorch's own wording"
     return None

@@ -47,6 +47,16 @@ _SERVING_CONFIG_TEXT = re.compile(r"(attention|\battn\b|flash.?attn|flex|sdpa|\b
 cache's dtype and layout, sliding windows, MLA (not distributed executors, MoE, all2all or structured-output
 backends)."""
 
+_VLLM_MODELS = r"^vllm/model_executor/models/[^/]+\.py$"
+_SGLANG_MODELS = r"^sglang/srt/models/[^/]+\.py$"
+_SERVING_MODEL_TEXT = re.compile(r"^(?!.*(\bmoe|expert|a2a|all-to-all|linear.?backend|offload))"
+                                 r".*(backend|flash.?att|\bflex|sdpa|xformers|\bFA ?[234]\b|flashinfer|flashmla|"
+                                 r"sliding.?window|softcap|head.?(dim|size)|kv.?cache|\bMLA\b)", re.I | re.S)
+"""What of a serving engine's model files is about its attention kernels: a backend a model or its vision tower does
+not take, a sliding window on some layers only, head sizes, the KV cache. Not "attention" alone: those files keep
+transformers' own checks word for word ("Attention mask should be of size ..."), which are transformers', and
+their mixture-of-experts runners are "backends" too."""
+
 _CUDA_TEXT = re.compile(r"(CUDA|cuda|nvcc|compute capability|compiled|sm_\d|arch|capability)")
 """What of torch's CUDA set-up and extension builder reaches attention users: torch without CUDA, a GPU torch was
 not built for, the CUDA version an extension (flash-attn, TransformerEngine) is compiled against."""
@@ -157,7 +167,8 @@ SOURCES = [
     {
         "name": "sageattention", "repo": "thu-ml/SageAttention", "git": "thu-ml+SageAttention",
         "refs": ["v2.0.1", "v2.2.0"], "library": lambda p, ref="": "sageattention",
-        "include": [r"^sageattention/[^/]+\.py$", r"^csrc/[^/]+\.(cpp|cu|h)$"],
+        # setup.py: what a build from source prints (most Windows and ComfyUI installs build it)
+        "include": [r"^sageattention/[^/]+\.py$", r"^csrc/[^/]+\.(cpp|cu|h)$", r"^setup\.py$"],
     },
     {
         # the 1.x releases (Triton kernels) are on PyPI only: the repository's tags start at 2.0
@@ -227,8 +238,9 @@ SOURCES = [
                     r"^vllm/attention/ops/[^/]+\.py$", r"^vllm/v1/attention/ops/[^/]+\.py$",
                     r"^vllm/model_executor/layers/attention/[^/]+\.py$",
                     r"^vllm/config(/[^/]+)?\.py$", r"^vllm/engine/arg_utils\.py$",
-                    r"^vllm/(v1/)?worker/(gpu_)?worker\.py$"],
+                    r"^vllm/(v1/)?worker/(gpu_)?worker\.py$", _VLLM_MODELS],
         "text": {r"^vllm/platforms/(cuda|interface)\.py$": _VLLM_PLATFORM_TEXT,
+                 _VLLM_MODELS: _SERVING_MODEL_TEXT,
                  r"^vllm/(v1/)?worker/(gpu_)?worker\.py$": _GPU_DTYPE_TEXT,
                  r"^vllm/(config(/[^/]+)?|engine/arg_utils)\.py$": _SERVING_CONFIG_TEXT},
     },
@@ -236,9 +248,10 @@ SOURCES = [
         "name": "sglang-wheels", "repo": "sgl-project/sglang", "wheels": "sglang-*", "library": lambda p, ref="": "sglang",
         "include": [r"^sglang/srt/layers/attention/[^/]+\.py$", r"^sglang/srt/server_args\.py$", _SGLANG_FA4.pattern,
                     r"^sglang/srt/layers/attention/(?!(fla|linear|mamba)/).+/[^/]+\.py$",
-                    r"^sglang/srt/model_executor/model_runner\.py$"],
+                    r"^sglang/srt/model_executor/model_runner\.py$", _SGLANG_MODELS],
         "vendored": {_SGLANG_FA4.pattern: "flash-attn-4"},
         "text": {r"^sglang/srt/server_args\.py$": _ATTN_TEXT,
+                 _SGLANG_MODELS: _SERVING_MODEL_TEXT,
                  r"^sglang/srt/model_executor/model_runner\.py$": _SERVING_CONFIG_TEXT},
     },
     {
