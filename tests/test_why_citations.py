@@ -10,6 +10,17 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2986 "
+     "(_join_cuda_home), Dao-AILab/flash-attention#1264 (flash-attn 2.6.3 built with pip, no nvcc)",
+     "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.", {}),
+    ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "thu-ml/SageAttention setup.py@v2.2.0:74",
+     "RuntimeError: Cannot find CUDA_HOME. CUDA must be available to build the package.", {}),
+    ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:225 (Windows)",
+     "CUDA was not found on the system, please set the CUDA_HOME or the CUDA_PATH\nenvironment variable or add NVCC "
+     "to your system PATH. The extension compilation will fail.", {}),
+    ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "Dao-AILab/flash-attention setup.py@v2.8.3:107, Dao-AILab/flash-attention#948",
+     "setup.py:78: UserWarning: flash_attn was requested, but nvcc was not found.  Are you sure your environment has "
+     "nvcc available?", {}),
     ("FACT-THD-LAYOUT", "NVIDIA/TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/"
      "utils.py@v2.8:711", "Disabling FlashAttention as it does not support context parallelism with attention bias "
      "for THD format", {}),
@@ -201,6 +212,8 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'"),
+    ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "nvcc not found at '/usr/local/cuda/bin/nvcc'. Ensure CUDA path '/usr/local/cuda' is correct."),
     ("FACT-THD-LAYOUT", "Disabling FlashAttention 3 for FP8 KV caching and non-THD"),
     ("FACT-THD-LAYOUT", "ValueError: qkv_format must be {BSHD, SBHD, THD}."),
     ("ONNX-EXPORT-SDPA-OPSET", "UnsupportedOperatorError: Exporting the operator 'aten::softmax' to ONNX opset version "
