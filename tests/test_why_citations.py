@@ -10,6 +10,14 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("NVCC-UNSUPPORTED-GPU-ARCH", "mit-han-lab/Block-Sparse-Attention#15 (an sm120 build with an older nvcc)",
+     "nvcc fatal   : Unsupported gpu architecture 'compute_120'", {"arch": "compute_120"}),
+    ("NVCC-UNSUPPORTED-GPU-ARCH", "flashinfer-ai/flashinfer#1658 (FlashInfer 0.3.1's JIT build for an H800)",
+     "nvcc fatal : Unsupported gpu architecture 'compute_90a'", {"arch": "compute_90a"}),
+    ("BUILD-COMPILER-OUT-OF-MEMORY", "Dao-AILab/flash-attention#1549 ('That Killed is because compilation ran out "
+     "of memory')", "g++: fatal error: Killed signal terminated program cc1plus", {}),
+    ("BUILD-COMPILER-OUT-OF-MEMORY", "nvcc's front end killed the same way",
+     "nvcc error   : 'cicc' died due to signal 9 (Kill signal)", {}),
     ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2986 "
      "(_join_cuda_home), Dao-AILab/flash-attention#1264 (flash-attn 2.6.3 built with pip, no nvcc)",
      "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.", {}),
@@ -212,6 +220,8 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("NVCC-UNSUPPORTED-GPU-ARCH", "nvcc fatal   : Unknown option '-compress-mode=size'"),
+    ("BUILD-COMPILER-OUT-OF-MEMORY", "g++: fatal error: no input files"),
     ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'"),
     ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "nvcc not found at '/usr/local/cuda/bin/nvcc'. Ensure CUDA path '/usr/local/cuda' is correct."),
     ("FACT-THD-LAYOUT", "Disabling FlashAttention 3 for FP8 KV caching and non-THD"),
