@@ -10,6 +10,19 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("BUILD-NINJA-MISSING", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2305, NX-AI/xlstm#76 "
+     "(its kernels built at import)", "RuntimeError: Ninja is required to load C++ extensions", {}),
+    ("BUILD-NINJA-MISSING", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2305",
+     "RuntimeError: Ninja is required to load C++ extensions (pip install ninja to get it)", {}),
+    ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "Dao-AILab/flash-attention#1708 (flash-attn 2.7.4.post1 wheel on CentOS 8, "
+     "glibc 2.28)", "ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by venvs/conda/openrlhf/"
+     "lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so)",
+     {"symbol_version": "GLIBC_2.32", "system_library": "libc.so.6"}),
+    ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "a project's installation notes quoting flash-attn 2.7.0.post2 from pip "
+     "(a conda environment's libstdc++ older than the one the extension was built with)",
+     "ImportError: /envs/protevo/bin/torch/lib/python3.10/site-packages/torch/lib/../../../../libstdc++.so.6: version "
+     "`GLIBCXX_3.4.32' not found (required by /envs/protevo/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-"
+     "x86_64-linux-gnu.so)", {"symbol_version": "GLIBCXX_3.4.32", "system_library": "libstdc++.so.6"}),
     ("NVCC-UNSUPPORTED-GPU-ARCH", "mit-han-lab/Block-Sparse-Attention#15 (an sm120 build with an older nvcc)",
      "nvcc fatal   : Unsupported gpu architecture 'compute_120'", {"arch": "compute_120"}),
     ("NVCC-UNSUPPORTED-GPU-ARCH", "flashinfer-ai/flashinfer#1658 (FlashInfer 0.3.1's JIT build for an H800)",
@@ -220,6 +233,10 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("BUILD-NINJA-MISSING", "Note: Ninja is required to build a CUDA Extension with RDC linking."),
+    ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "ImportError: libcudart.so.12: cannot open shared object file: No such file "
+     "or directory"),
+    ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "version `libcudnn_graph.so.9' not found (required by /x/libtorch_cuda.so)"),
     ("NVCC-UNSUPPORTED-GPU-ARCH", "nvcc fatal   : Unknown option '-compress-mode=size'"),
     ("BUILD-COMPILER-OUT-OF-MEMORY", "g++: fatal error: no input files"),
     ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'"),
