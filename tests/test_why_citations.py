@@ -10,6 +10,12 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "OpenGVLab/OmniQuant#104 (its quantized Llama layer copies "
+     "org_module.rotary_emb)", "AttributeError: 'LlamaAttention' object has no attribute 'rotary_emb'",
+     {"owner": "LlamaAttention", "name": "rotary_emb"}),
+    ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "thunlp/InfLLM#58 (patch_hf reads self_attn.rotary_emb)",
+     "AttributeError: 'MistralAttention' object has no attribute 'rotary_emb'",
+     {"owner": "MistralAttention", "name": "rotary_emb"}),
     ("BUILD-NINJA-MISSING", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2305, NX-AI/xlstm#76 "
      "(its kernels built at import)", "RuntimeError: Ninja is required to load C++ extensions", {}),
     ("BUILD-NINJA-MISSING", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2305",
@@ -233,6 +239,10 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "AttributeError: 'Qwen2FlashAttention2' object has no attribute "
+     "'_flash_attention_forward'"),
+    ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "AttributeError: 'LlamaForCausalLM' object has no attribute "
+     "'model.layers.0.self_attn.rotary_emb.inv_freq'"),
     ("BUILD-NINJA-MISSING", "Note: Ninja is required to build a CUDA Extension with RDC linking."),
     ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "ImportError: libcudart.so.12: cannot open shared object file: No such file "
      "or directory"),

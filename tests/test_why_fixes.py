@@ -147,6 +147,27 @@ def test_a_feature_a_library_says_it_does_not_currently_implement_is_fixed_by_a_
     assert not any("the message says the support is not there yet" in f for f in json.loads(out)["cause"]["fixes"])
 
 
+def test_a_message_that_asks_users_to_request_the_support_is_fixed_by_a_later_release(cli):
+    """transformers/modeling_utils.py@wheel:transformers-4.46.3: the model class has no flash-attn 2 path; the message
+    asks for it to be requested, so a later release may have it."""
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "ValueError: The current architecture does not support Flash Attention 2.0. Please open an issue "
+                       "on GitHub to request support for this architecture: https://github.com/huggingface/transformers/"
+                       "issues/new")
+    assert json.loads(out)["cause"]["fixes"][0].startswith("upgrade transformers: the message says")
+
+
+def test_a_cuda_runtime_error_with_no_kernel_named_asks_for_the_failing_kernel(cli):
+    """The runtime reports an asynchronous fault at a later call: without the text naming an attention kernel, the fix
+    is to find which kernel it was, not the runtime's own source."""
+    for text in ("RuntimeError: CUDA error: too many resources requested for launch",
+                 "torch.AcceleratorError: CUDA error: misaligned address"):
+        code, out, _ = cli("why", "--no-here", "--format", "json", "--", text)
+        fixes = json.loads(out)["cause"]["fixes"]
+        assert fixes[0].startswith("rerun with CUDA_LAUNCH_BLOCKING=1"), (text, fixes)
+        assert not any("check behind the message" in f for f in fixes), fixes
+
+
 def test_a_loader_message_naming_no_file_is_fixed_in_the_package_the_facts_point_at(cli):
     """axolotl-ai-cloud/axolotl#911 pasted only the symbol; the user's flash-attn is the package that ships it."""
     code, out, err = cli("why", "--no-here", "--format", "json", "--flash-attn", "2.3.6", "--",

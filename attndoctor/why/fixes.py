@@ -261,10 +261,11 @@ def raising_package(lines: Sequence[str], before: int) -> str:
 
 
 NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b|\bcurrently (?:not supported|unsupported|"
-                     r"(?:does|do)(?: not|n't) support)\b|\bnot currently supported\b|\b(?:is|are) not implemented\b", re.I)
+                     r"(?:does|do)(?: not|n't) support)\b|\bnot currently supported\b|\b(?:is|are) not implemented\b|"
+                     r"\bto request (?:the )?support\b", re.I)
 """A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet",
-"... is currently not supported with ...", "... are not implemented for TritonAttentionImpl"); not a standing limit
-("currently only supports FP16 and BF16")."""
+"... is currently not supported with ...", "... are not implemented for TritonAttentionImpl", "... open an issue to
+request support for this architecture"); not a standing limit ("currently only supports FP16 and BF16")."""
 
 
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
@@ -285,10 +286,14 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         named = INSTALLABLE.search(text)
         first, second = (named and named.group(0), kernel) if topics[0] == "install-missing" else (kernel, named and named.group(0))
         library = first or second or library
-    if entry.library == "cuda" and list(topics) == ["other"] and kernel:
-        # the runtime reports a fault of whichever kernel ran; the text names the attention kernel's package
-        return (f"rerun with CUDA_LAUNCH_BLOCKING=1 to see which kernel faults; if it is {kernel}'s, upgrade {kernel} "
-                "(its tracker names the shapes a release fixed) or let another backend take the call")
+    if entry.library == "cuda" and list(topics) == ["other"]:
+        # the runtime reports a fault of whichever kernel ran, often at a later call
+        if kernel:
+            return (f"rerun with CUDA_LAUNCH_BLOCKING=1 to see which kernel faults; if it is {kernel}'s, upgrade "
+                    f"{kernel} (its tracker names the shapes a release fixed) or let another backend take the call")
+        return ("rerun with CUDA_LAUNCH_BLOCKING=1 so that the traceback stops at the kernel that fails (the runtime "
+                "reports it at a later call otherwise); then upgrade that kernel's package (its tracker names the "
+                "shapes and GPUs a release fixed) or let another backend take the call")
     if NOT_YET.search(text) and entry.library not in ("text", "python", "loader", "cuda", "pip"):
         return (f"upgrade {library}: the message says the support is not there yet, so a later release may add it; "
                 "until then use another attention implementation for this model")
