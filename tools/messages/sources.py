@@ -34,6 +34,11 @@ varlen kernel), head sizes, windows, and the GPU features (capability, bf16) the
 _GPU_DTYPE_TEXT = re.compile(r"bfloat16|compute capability", re.I)
 """A serving engine's check that the GPU takes the model's dtype (bf16 needs sm80): the attention kernels' dtype."""
 _VLLM_PLATFORM_TEXT = re.compile(_ATTN_TEXT.pattern + "|" + _GPU_DTYPE_TEXT.pattern, re.I)
+_KV_CACHE_MEMORY_TEXT = re.compile(r"cache blocks|KV cache|max_model_len|max seq len|gpu_memory_utilization|"
+                                   r"num_gpu_blocks", re.I)
+"""A serving engine's check that the attention's KV cache fits the GPU memory left after the weights (no memory for
+the cache blocks, a max_model_len longer than the cache holds): the sizing users change with gpu_memory_utilization."""
+_VLLM_WORKER_TEXT = re.compile(_GPU_DTYPE_TEXT.pattern + "|" + _KV_CACHE_MEMORY_TEXT.pattern, re.I)
 _SGLANG_FA4 = re.compile(r"^sglang/(jit_kernel/flash_att(n|ention)|kernels/ops/attention/flash_attn)/cute/[^/]+\.py$")
 """SGLang's own copy of flash-attn 4 (cute/), which SGLang's FA4 backend runs instead of the flash-attn-4 package."""
 _TRITON_RESOURCES = re.compile(r"out of resource|shared memory|hardware limit|num_warps|num_stages", re.I)
@@ -238,10 +243,11 @@ SOURCES = [
                     r"^vllm/attention/ops/[^/]+\.py$", r"^vllm/v1/attention/ops/[^/]+\.py$",
                     r"^vllm/model_executor/layers/attention/[^/]+\.py$",
                     r"^vllm/config(/[^/]+)?\.py$", r"^vllm/engine/arg_utils\.py$",
-                    r"^vllm/(v1/)?worker/(gpu_)?worker\.py$", _VLLM_MODELS],
+                    r"^vllm/(v1/)?worker/(gpu_)?worker\.py$", r"^vllm/v1/core/kv_cache_utils\.py$", _VLLM_MODELS],
         "text": {r"^vllm/platforms/(cuda|interface)\.py$": _VLLM_PLATFORM_TEXT,
                  _VLLM_MODELS: _SERVING_MODEL_TEXT,
-                 r"^vllm/(v1/)?worker/(gpu_)?worker\.py$": _GPU_DTYPE_TEXT,
+                 r"^vllm/(v1/)?worker/(gpu_)?worker\.py$": _VLLM_WORKER_TEXT,
+                 r"^vllm/v1/core/kv_cache_utils\.py$": _KV_CACHE_MEMORY_TEXT,
                  r"^vllm/(config(/[^/]+)?|engine/arg_utils)\.py$": _SERVING_CONFIG_TEXT},
     },
     {
