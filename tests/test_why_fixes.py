@@ -157,6 +157,16 @@ def test_a_message_that_asks_users_to_request_the_support_is_fixed_by_a_later_re
     assert json.loads(out)["cause"]["fixes"][0].startswith("upgrade transformers: the message says")
 
 
+def test_an_unknown_error_whose_kind_no_fix_covers_says_where_to_look_in_plain_words(cli):
+    """An error of no indexed library ('cutlass.base_dsl error: ...') has no source to cite: the last resort is to look
+    its words up, said as a sentence ("see the library that printed it's check" was neither)."""
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--", "RuntimeError: cutlass.base_dsl error: CUDA version mismatch")
+    fixes = json.loads(out)["cause"]["fixes"]
+    assert not any("printed it's" in f for f in fixes), fixes
+    assert any(f.startswith("look the message's words up in the source or tracker of the library that printed it")
+               for f in fixes), fixes
+
+
 def test_a_cuda_runtime_error_with_no_kernel_named_asks_for_the_failing_kernel(cli):
     """The runtime reports an asynchronous fault at a later call: without the text naming an attention kernel, the fix
     is to find which kernel it was, not the runtime's own source."""

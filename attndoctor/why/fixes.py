@@ -319,7 +319,10 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         return FIX_BY_TOPIC[topic].format(library=library)
     if topics and topics[0] not in UNCHANGEABLE:
         return f"change the {topics[0].replace('-', ' ')} to what {library} accepts (its check: {entry.note or 'see the message'})"
-    return f"see {library}'s check behind the message ({entry.source[0] if entry.source else 'its source'})"
+    if not entry.source:
+        return (f"look the message's words up in the source or tracker of {library}: the check that prints it says "
+                "what it accepts")
+    return f"see {library}'s check behind the message ({entry.source[0]})"
 
 
 _CUDNN_BELOW = re.compile(r"(?:(?:get_backend_version|get_compiled_version|backend_version)\(\)\)?|effective_cudnn_ver"
