@@ -10,6 +10,14 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("TORCH-OP-NO-KERNEL-FOR-DEVICE", "facebookresearch/xformers#630 (an xformers build whose op lists no CUDA "
+     "kernel)", "NotImplementedError: Could not run 'xformers::efficient_attention_forward_cutlass' with arguments "
+     "from the 'CUDA' backend. This could be because the operator doesn't exist for this backend, or was omitted "
+     "during the selective/custom build process (if using custom build).",
+     {"op": "xformers::efficient_attention_forward_cutlass", "dispatch": "CUDA"}),
+    ("TORCH-OP-NO-KERNEL-FOR-DEVICE", "Comfy-Org/ComfyUI#3818 (xformers' CK kernels, ROCm builds)",
+     "Could not run 'xformers::efficient_attention_forward_ck' with arguments from the 'CUDA' backend.",
+     {"op": "xformers::efficient_attention_forward_ck", "dispatch": "CUDA"}),
     ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "OpenGVLab/OmniQuant#104 (its quantized Llama layer copies "
      "org_module.rotary_emb)", "AttributeError: 'LlamaAttention' object has no attribute 'rotary_emb'",
      {"owner": "LlamaAttention", "name": "rotary_emb"}),
@@ -239,6 +247,7 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("TORCH-OP-NO-KERNEL-FOR-DEVICE", "RuntimeError: No such operator xformers::efficient_attention_forward_cutlass"),
     ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "AttributeError: 'Qwen2FlashAttention2' object has no attribute "
      "'_flash_attention_forward'"),
     ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "AttributeError: 'LlamaForCausalLM' object has no attribute "
