@@ -1,5 +1,7 @@
-"""On a GPU: reproduce the advisories this machine's stack reaches that `verify --stress` has no regime for, each in a
-fresh process (one ends in an illegal memory access), and write one JSON line per run for the replay test.
+"""On a GPU: try to reproduce the advisories this machine's stack reaches that `verify --stress` has no regime for, each
+in a fresh process (one ends in an illegal memory access), and write one JSON line per run. The runs that went wrong
+are kept in tests/observations/advisories/ for the replay test; an "ok" run did not reproduce, and its advisory's notes
+say so.
 
 Run: python benchmarks/advisory_repro.py OUT.jsonl
 """
@@ -37,6 +39,100 @@ out.sum().backward()
 torch.cuda.synchronize()
 print(json.dumps({'outcome': 'ok', 'mask_grad_finite': bool(torch.isfinite(mask.grad).all())}))
 """, {"batch": 1, "heads": 8, "seqlen": 256, "hdim": 64, "dtype": "fp16", "train": True, "bias": "post-scale"}),
+    # pytorch/pytorch#174245: cuDNN's dropout resolution of 1/16. Uniform attention (q = k = 0) over an identity V makes
+    # each output element one kept-or-dropped weight: the kept fraction and the rescale show the rate applied
+    "ADV-SDPA-CUDNN-DROPOUT-SIXTEENTHS-ROUNDED-PRE212": ("""
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+torch.manual_seed(0)
+B, H, N = 4, 8, 128
+rows = {}
+for p in (0.1, 0.3, 0.0625):
+    q = torch.zeros(B, H, N, N, device='cuda', dtype=torch.float16, requires_grad=True)
+    k = torch.zeros(B, H, N, N, device='cuda', dtype=torch.float16, requires_grad=True)
+    v = torch.eye(N, device='cuda', dtype=torch.float16).expand(B, H, N, N).contiguous().requires_grad_()
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+    kept = out.detach().float() != 0
+    frac = float(kept.float().mean())
+    scale = float(out.detach().float()[kept].mean()) * N
+    rows[str(p)] = {'dropped': round(1 - frac, 5), 'rescale_rate': round(1 - 1 / scale, 5), 'sigma': round((p * (1 - p) / kept.numel()) ** 0.5, 6)}
+off = {p: r for p, r in rows.items() if abs(r['dropped'] - float(p)) > 6 * r['sigma'] + 1e-4}
+print(json.dumps({'outcome': 'wrong-results' if off else 'ok', 'rates': rows}))
+""", {"batch": 4, "heads": 8, "seqlen": 128, "hdim": 128, "dtype": "fp16", "train": True, "dropout": 0.1}),
+    # pytorch/pytorch#192138: one query, key/value expanded over heads (stride 0), is_causal=True: a top-left causal
+    # mask leaves query 0 the first key only
+    "ADV-SDPA-EFFICIENT-SQ1-SHARED-KV-CAUSAL-PAST-DIAGONAL-PRE214": ("""
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+torch.manual_seed(0)
+rows = {}
+for d, n in ((64, 128), (128, 300)):
+    q = torch.randn(2, 8, 1, d, device='cuda', dtype=torch.float16)
+    k = torch.randn(2, 1, n, d, device='cuda', dtype=torch.float16).expand(2, 8, n, d)
+    v = torch.randn(2, 1, n, d, device='cuda', dtype=torch.float16).expand(2, 8, n, d)
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    with sdpa_kernel(SDPBackend.MATH):
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    rows[f'd{d}_kv{n}'] = {'max_abs_error': round(float((out.float() - ref).abs().max()), 5),
+                           'ref_is_first_value': bool(torch.allclose(ref, v[..., :1, :].float(), atol=1e-3))}
+    k2, v2 = k.contiguous(), v.contiguous()
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        out2 = F.scaled_dot_product_attention(q, k2, v2, is_causal=True)
+    rows[f'd{d}_kv{n}']['contiguous_max_abs_error'] = round(float((out2.float() - ref).abs().max()), 5)
+bad = any(r['max_abs_error'] > 1e-2 for r in rows.values())
+print(json.dumps({'outcome': 'wrong-results' if bad else 'ok', 'runs': rows}))
+""", {"batch": 2, "heads": 8, "seqlen_q": 1, "seqlen_kv": 128, "hdim": 64, "dtype": "fp16", "train": False,
+      "mask": "causal"}),
+    # pytorch/pytorch#191937: broadcast (stride-0) key/value with a boolean attn_mask and seqlen_kv % 32 == 1
+    "ADV-SDPA-EFFICIENT-STRIDE0-KV-MASK-KV1MOD32": ("""
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+torch.manual_seed(0)
+rows = {}
+for d in (64, 256, 512):
+    for n in (97, 98, 129):
+        q = torch.randn(1, 8, 64, d, device='cuda', dtype=torch.bfloat16)
+        k = torch.randn(1, 1, n, d, device='cuda', dtype=torch.bfloat16).expand(1, 8, n, d)
+        v = torch.randn(1, 1, n, d, device='cuda', dtype=torch.bfloat16).expand(1, 8, n, d)
+        mask = torch.rand(1, 1, 64, n, device='cuda') > 0.2
+        mask[..., 0] = True
+        try:
+            with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        except RuntimeError as exc:
+            rows[f'd{d}_kv{n}'] = {'refused': str(exc).splitlines()[0][:120]}
+            continue
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
+        rows[f'd{d}_kv{n}'] = {'max_abs_error': round(float((out.float() - ref).abs().max()), 4)}
+bad = any(r.get('max_abs_error', 0) > 0.25 for key, r in rows.items() if key.endswith(('kv97', 'kv129')))
+print(json.dumps({'outcome': 'wrong-results' if bad else 'ok', 'runs': rows}))
+""", {"batch": 1, "heads": 8, "seqlen_q": 64, "seqlen_kv": 97, "hdim": 64, "dtype": "bf16", "train": False,
+      "mask": "arbitrary"}),
+    # cuDNN known issue (9.18.1 and 9.24.0 notes): decode (one query) with a causal mask and fewer K/V heads
+    "ADV-CUDNN-DECODE-CAUSAL-GQA-KNOWN-ISSUE": ("""
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+torch.manual_seed(0)
+rows = {}
+for hq, hkv, n in ((32, 8, 4096), (32, 8, 1000), (16, 1, 777), (8, 8, 4096)):
+    q = torch.randn(4, hq, 1, 128, device='cuda', dtype=torch.bfloat16)
+    k = torch.randn(4, hkv, n, 128, device='cuda', dtype=torch.bfloat16)
+    v = torch.randn(4, hkv, n, 128, device='cuda', dtype=torch.bfloat16)
+    try:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hq != hkv)
+    except RuntimeError as exc:
+        rows[f'h{hq}_{hkv}_kv{n}'] = {'refused': str(exc).splitlines()[0][:120]}
+        continue
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, enable_gqa=hq != hkv)
+    rows[f'h{hq}_{hkv}_kv{n}'] = {'max_abs_error': round(float((out.float() - ref).abs().nan_to_num(1e9).max()), 4),
+                                 'nonfinite': int((~torch.isfinite(out)).sum())}
+bad = any(r.get('max_abs_error', 0) > 0.05 or r.get('nonfinite') for r in rows.values())
+print(json.dumps({'outcome': 'wrong-results' if bad else 'ok', 'runs': rows}))
+""", {"batch": 4, "heads": 32, "kv_heads": 8, "seqlen_q": 1, "seqlen_kv": 4096, "hdim": 128, "dtype": "bf16",
+      "train": False, "mask": "causal"}),
 }
 
 
