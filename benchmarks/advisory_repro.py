@@ -9,8 +9,12 @@ Run: python benchmarks/advisory_repro.py OUT.jsonl
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+
+RAISED = re.compile(r"^[\w.]*(?:Error|Exception): ")
+"""The line of a traceback that names the exception (CUDA's advice lines come after it)."""
 
 CASES = {
     # pytorch/pytorch#191612: a float32 attn_mask with bf16 q, k, v through the cuDNN backend
@@ -110,29 +114,28 @@ bad = any(r.get('max_abs_error', 0) > 0.25 for key, r in rows.items() if key.end
 print(json.dumps({'outcome': 'wrong-results' if bad else 'ok', 'runs': rows}))
 """, {"batch": 1, "heads": 8, "seqlen_q": 64, "seqlen_kv": 97, "hdim": 64, "dtype": "bf16", "train": False,
       "mask": "arbitrary"}),
-    # cuDNN known issue (9.18.1 and 9.24.0 notes): decode (one query) with a causal mask and fewer K/V heads
-    "ADV-CUDNN-DECODE-CAUSAL-GQA-KNOWN-ISSUE": ("""
-import torch, torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+    # pytorch/pytorch#145869's repro: a score_mod reading a captured [B, H, Q, KV] bias (16 x 32 x 4096 x 4096, 2^33
+    # elements) indexes it in 32 bits. FLEX_BIAS="b,h,n,d,dtype" changes the shape (1,1,46340,64,bf16: below 2^31)
+    "ADV-FLEX-CAPTURED-BIAS-INT32-INDEX-IMA": ("""
+import os, torch
+from torch.nn.attention.flex_attention import flex_attention
+b, h, n, d, dt = os.environ.get('FLEX_BIAS', '16,32,4096,128,float32').split(',')
+b, h, n, d, dt = int(b), int(h), int(n), int(d), getattr(torch, dt)
 torch.manual_seed(0)
-rows = {}
-for hq, hkv, n in ((32, 8, 4096), (32, 8, 1000), (16, 1, 777), (8, 8, 4096)):
-    q = torch.randn(4, hq, 1, 128, device='cuda', dtype=torch.bfloat16)
-    k = torch.randn(4, hkv, n, 128, device='cuda', dtype=torch.bfloat16)
-    v = torch.randn(4, hkv, n, 128, device='cuda', dtype=torch.bfloat16)
-    try:
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hq != hkv)
-    except RuntimeError as exc:
-        rows[f'h{hq}_{hkv}_kv{n}'] = {'refused': str(exc).splitlines()[0][:120]}
-        continue
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, enable_gqa=hq != hkv)
-    rows[f'h{hq}_{hkv}_kv{n}'] = {'max_abs_error': round(float((out.float() - ref).abs().nan_to_num(1e9).max()), 4),
-                                 'nonfinite': int((~torch.isfinite(out)).sum())}
-bad = any(r.get('max_abs_error', 0) > 0.05 or r.get('nonfinite') for r in rows.values())
-print(json.dumps({'outcome': 'wrong-results' if bad else 'ok', 'runs': rows}))
-""", {"batch": 4, "heads": 32, "kv_heads": 8, "seqlen_q": 1, "seqlen_kv": 4096, "hdim": 128, "dtype": "bf16",
-      "train": False, "mask": "causal"}),
+q, k, v = (torch.randn(b, h, n, d, device='cuda', dtype=dt) for _ in range(3))
+bias = torch.randn(b, h, n, n, device='cuda', dtype=dt)
+def add_bias(score, bi, hi, q_idx, kv_idx):
+    return score + bias[bi, hi, q_idx, kv_idx]
+out = torch.compile(flex_attention)(q, k, v, score_mod=add_bias)
+torch.cuda.synchronize()
+err = 0.0
+for bi, hi in ((0, 0), (b - 1, h - 1)):
+    rows = torch.tensor([0, n // 2, n - 1], device='cuda')
+    s = (q[bi, hi, rows].float() @ k[bi, hi].float().T) / d ** 0.5 + bias[bi, hi, rows].float()
+    ref = torch.softmax(s, -1) @ v[bi, hi].float()
+    err = max(err, float((out[bi, hi, rows].float() - ref).abs().max()))
+print(json.dumps({'outcome': 'wrong-results' if err > 0.05 else 'ok', 'bias_elements': b * h * n * n, 'max_abs_error_rows': err}))
+""", {"batch": 16, "heads": 32, "seqlen": 4096, "hdim": 128, "dtype": "fp32", "train": False, "bias": "post-scale"}),
 }
 
 
@@ -146,12 +149,13 @@ def main() -> None:
     with open(sys.argv[1], "w") as out:
         for rule, (code, config) in CASES.items():
             done = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True,
-                                  timeout=120)
+                                  timeout=300)
             if done.returncode == 0 and done.stdout.strip():
                 result = json.loads(done.stdout.strip().splitlines()[-1])
             else:
-                error = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-                result = {"outcome": "crashed", "error": error[:300]}
+                lines = done.stderr.strip().splitlines() or ["(no output)"]
+                raised = [line for line in lines if RAISED.match(line)]
+                result = {"outcome": "crashed", "error": (raised or lines)[-1][:300]}
             line = {"advisory": rule, "config": config, "env": env, **result}
             out.write(json.dumps(line) + "\n")
             print(json.dumps(line))
