@@ -37,6 +37,11 @@ REAL_TEXTS = [
      "ImportError: /envs/protevo/bin/torch/lib/python3.10/site-packages/torch/lib/../../../../libstdc++.so.6: version "
      "`GLIBCXX_3.4.32' not found (required by /envs/protevo/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-"
      "x86_64-linux-gnu.so)", {"symbol_version": "GLIBCXX_3.4.32", "system_library": "libstdc++.so.6"}),
+    ("BUILD-EXTENSION-COMPILE-FAILED", "Dao-AILab/flash-attention#279, #1921 (pip building flash-attn from source)",
+     "RuntimeError: Error compiling objects for extension", {}),
+    ("BUILD-EXTENSION-COMPILE-FAILED", "pytorch/pytorch torch/utils/cpp_extension.py@wheel:torch-2.9.1:2289 (a JIT build, "
+     "torch.utils.cpp_extension.load)", "RuntimeError: Error building extension 'fused_attn_kernel'",
+     {"extension": "fused_attn_kernel"}),
     ("NVCC-UNSUPPORTED-GPU-ARCH", "mit-han-lab/Block-Sparse-Attention#15 (an sm120 build with an older nvcc)",
      "nvcc fatal   : Unsupported gpu architecture 'compute_120'", {"arch": "compute_120"}),
     ("NVCC-UNSUPPORTED-GPU-ARCH", "flashinfer-ai/flashinfer#1658 (FlashInfer 0.3.1's JIT build for an H800)",
@@ -256,6 +261,7 @@ NEAR_MISSES = [
     ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "ImportError: libcudart.so.12: cannot open shared object file: No such file "
      "or directory"),
     ("LOADER-SYSTEM-LIBRARY-TOO-OLD", "version `libcudnn_graph.so.9' not found (required by /x/libtorch_cuda.so)"),
+    ("BUILD-EXTENSION-COMPILE-FAILED", "error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1"),
     ("NVCC-UNSUPPORTED-GPU-ARCH", "nvcc fatal   : Unknown option '-compress-mode=size'"),
     ("BUILD-COMPILER-OUT-OF-MEMORY", "g++: fatal error: no input files"),
     ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'"),

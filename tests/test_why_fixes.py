@@ -167,6 +167,23 @@ def test_an_unknown_error_whose_kind_no_fix_covers_says_where_to_look_in_plain_w
                for f in fixes), fixes
 
 
+def test_a_build_log_is_explained_by_the_compilers_error_not_by_the_lines_that_report_the_failure(cli):
+    """pip's 'Failed building wheel' and torch's 'Error compiling objects for extension' only say that the compile
+    stopped; the compiler's own line above them says why."""
+    for cause, first in (("BUILD-COMPILER-OUT-OF-MEMORY", "g++: fatal error: Killed signal terminated program cc1plus"),
+                         ("NVCC-BUILD-COMPILE-ERROR", "/tmp/x/flash_attn/src/flash_fwd_launch_template.h(68): error: "
+                                                      "expression must have a constant value")):
+        text = "\n".join(("FAILED: /tmp/x/build/temp.linux-x86_64-cpython-310/csrc/flash_attn/src/flash_bwd.o", first,
+                          "ninja: build stopped: subcommand failed.", "RuntimeError: Error compiling objects for extension",
+                          "ERROR: Failed building wheel for flash-attn",
+                          "ERROR: Could not build wheels for flash-attn, which is required to install "
+                          "pyproject.toml-based projects"))
+        code, out, _ = cli("why", "--no-here", "--format", "json", "--", text)
+        assert json.loads(out)["cause"]["id"] == cause
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--", "RuntimeError: Error compiling objects for extension")
+    assert json.loads(out)["cause"]["id"] == "BUILD-EXTENSION-COMPILE-FAILED"
+
+
 def test_a_cuda_runtime_error_with_no_kernel_named_asks_for_the_failing_kernel(cli):
     """The runtime reports an asynchronous fault at a later call: without the text naming an attention kernel, the fix
     is to find which kernel it was, not the runtime's own source."""
