@@ -83,6 +83,17 @@ def test_a_messages_advice_is_not_cut_at_the_dot_of_a_name_or_a_version():
     assert own_advice([versioned], 1) == ("as the message says: Please upgrade flash-attn to 2.6.1 or later.",)
 
 
+def test_a_messages_advice_that_says_what_you_need_to_do_is_taken():
+    """torch/nn/attention/flex_attention.py: '... you likely need to create a new block mask.'"""
+    from attndoctor.why.fixes import own_advice
+
+    text = ("ValueError: block_mask was created for block_mask.shape=(1, 1, 4096, 4096) but got q_len=8192 and "
+            "kv_len=8192. As the block mask was created for a smaller length than you're using it for, you likely need "
+            "to create a new block mask.")
+    assert own_advice([text], 1) == ("as the message says: you likely need to create a new block mask.",)
+    assert own_advice(["RuntimeError: you need to be careful with masks here."], 1) == ()
+
+
 def test_a_loader_message_is_fixed_in_the_package_that_ships_the_file(cli):
     """The loader prints "undefined symbol" for any extension; the fix is the package whose file it names."""
     cases = {

@@ -44,12 +44,15 @@ UNCHANGEABLE = frozenset({"other", "numerics", "oom", "hang", "cuda-driver"})
 """Kinds of problem that are not a setting one changes to what a check accepts."""
 
 
-ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s)|(?<=[\s,])(?=(?:please|make sure to)\s))((?:please\s+|you can\s+|you may\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
-                    r"pass|specify|enable|disable|switch to|downgrade|update|call|increase|decrease|reduce|lower)\b(?:[^.!]|\.(?=[\w`'\"(]))"
+ADVICE = re.compile(r"(?:^|(?<=[.!:;]\s)|(?<=[\s,])(?=(?:please|make sure to|you (?:\w+ )?need to)\s))((?:please\s+|you can\s+|"
+                    r"you may\s+|you (?:\w+ )?need to\s+)?(?:use|set|try|make sure|consider|install|upgrade|reinstall|"
+                    r"pass|specify|enable|disable|switch to|downgrade|update|call|increase|decrease|reduce|lower|create|"
+                    r"recreate|rebuild)\b(?:[^.!]|\.(?=[\w`'\"(]))"
                     r"{8,200}[.!]?|this warning can be removed (?:by|using)(?:[^.!]|\.(?=[\w`'\"(])){8,200}[.!]?)", re.I)
 """A sentence of a message that tells the user what to do ("Please set your attention to `eager` ..."), or its clause
-that starts with "please" or "make sure to" ("..., for a more memory efficient implementation make sure to upgrade
-flash-attn library."); a dot inside a name or a version (`tokenizer.padding_side`, 2.6.1) does not end it."""
+that starts with "please", "make sure to" or "you (likely) need to" ("..., for a more memory efficient implementation
+make sure to upgrade flash-attn library.", "... you likely need to create a new block mask."); a dot inside a name or a
+version (`tokenizer.padding_side`, 2.6.1) does not end it."""
 BACKEND_FIXES = {
     ("shared-memory", "flex-attention"): "pass smaller tiles to flex_attention: kernel_options={'BLOCK_M': 32, "
     "'BLOCK_N': 32, 'num_stages': 1} (or compile it with mode='max-autotune' so autotuning picks tiles that fit), or use "
