@@ -166,6 +166,11 @@ def test_a_message_that_asks_users_to_request_the_support_is_fixed_by_a_later_re
                        "on GitHub to request support for this architecture: https://github.com/huggingface/transformers/"
                        "issues/new")
     assert json.loads(out)["cause"]["fixes"][0].startswith("upgrade transformers: the message says")
+    code, out, _ = cli("why", "--no-here", "--format", "json", "--",
+                       "ValueError: LlamaForCausalLM does not support an attention implementation through "
+                       "torch.nn.functional.scaled_dot_product_attention yet. Please request the support for this "
+                       "architecture: https://github.com/huggingface/transformers/issues/28005.")
+    assert json.loads(out)["cause"]["fixes"][0].startswith("upgrade transformers: the message says")
 
 
 def test_an_unknown_error_whose_kind_no_fix_covers_says_where_to_look_in_plain_words(cli):
