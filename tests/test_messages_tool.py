@@ -246,15 +246,31 @@ def test_an_exception_message_extended_by_plus_equals_and_passed_to_super_is_rea
     assert facts == {"required": "smem_required", "limit": "smem_limit"}
 
 
-def test_a_part_added_under_a_branch_or_a_plain_class_init_is_not_read_as_a_message():
+def test_a_message_extended_under_a_branch_is_read_as_its_opening_and_an_open_tail():
+    """transformers' modeling_utils.py builds 'Specified `attn_implementation=...` is not supported. The only possible
+    arguments are ...' by adding the implementations the model class has, each under its own `if`."""
     from tools.messages import extract_py
+    from tools.messages.model import template_of
     branch = ('def check(mask):\n'
               '    msg = "Memory efficient kernel not used because"\n'
               '    if mask:\n'
               '        msg += " of the attention mask"\n'
-              '    raise RuntimeError(msg)\n')
+              '    raise RuntimeError(msg + ".")\n')
     raws, skipped = extract_py.extract(branch)
-    assert raws == [] and skipped == {"message not a string expression": 1}
+    assert [template_of(r.parts) for r in raws] == ["Memory efficient kernel not used because{msg_rest}."]
+    pattern, _ = pattern_of(raws[0].parts)
+    assert re.search(pattern, "RuntimeError: Memory efficient kernel not used because of the attention mask.")
+    twice = ('def check(mask):\n'
+             '    msg = "a"\n'
+             '    msg = "Memory efficient kernel not used because"\n'
+             '    if mask:\n'
+             '        msg += " of the attention mask"\n'
+             '    raise RuntimeError(msg)\n')
+    assert extract_py.extract(twice)[0] == []
+
+
+def test_a_plain_class_init_is_not_read_as_a_message():
+    from tools.messages import extract_py
     plain = ('class Logger(Base):\n'
              '    def __init__(self):\n'
              '        super().__init__("flashinfer jit logger for attention kernels")\n')

@@ -145,7 +145,8 @@ def _target_key(node: ast.AST) -> str:
 
 def _func_assigns(func: ast.AST) -> dict:
     """`msg = f"..."; raise X(msg)` is common; a name assigned once to a string expression resolves, and so does one
-    assigned once and then extended by `+=` in the function's own statements (no branch can skip a part)."""
+    assigned once and then extended by `+=` in the function's own statements (no branch can skip a part). One extended
+    under a branch resolves to its first value and an open tail ({msg_rest}), which every branch's wording starts with."""
     counts: dict = {}
     values: dict = {}
     for n in ast.walk(func):
@@ -168,7 +169,17 @@ def _func_assigns(func: ast.AST) -> dict:
     for k, v in sums.items():
         if steps[k] == counts[k] and counts[k] % 2 == 1:
             resolved[k] = v
+    for k, v in values.items():
+        if k not in resolved and counts[k] % 2 == 1 and _extended_by_adding(func, k):
+            # set once, a part added under a branch: the message still opens with what the name was set to
+            resolved[k] = ast.BinOp(left=v, op=ast.Add(), right=ast.Name(id=f"{k.split('.')[-1]}_rest"))
     return resolved
+
+
+def _extended_by_adding(func: ast.AST, key: str) -> bool:
+    """Every augmented assignment of the name in the function adds to it (`msg += ...`, never `msg *= ...`)."""
+    return all(isinstance(n.op, ast.Add) for n in ast.walk(func)
+               if isinstance(n, ast.AugAssign) and _target_key(n.target) == key)
 
 
 def _module_constants(tree: ast.Module) -> dict:
