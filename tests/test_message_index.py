@@ -61,7 +61,7 @@ def test_size_and_breadth():
     assert len(ENTRIES) >= 1500
     assert len(libraries) >= 10
     assert libraries <= LIBRARIES
-    # `why`'s start reads every message file (0.4 s at 7.9k messages, 6.5 MB; 0.85 s for the whole command at 9.8k,
+    # `why`'s start reads every message file (0.4 s at 7.9k messages, 6.5 MB; 0.74 s for the whole command at 9.8k,
     # 7.6 MB); INDEX.json, the list of what was read, is never loaded and only adds to the installed size
     assert sum(p.stat().st_size for p in DATA.glob("*.jsonl")) < 7_800_000
     assert (DATA / "INDEX.json").stat().st_size < 600_000
