@@ -268,7 +268,8 @@ NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b|\bcurrentl
                      r"\brequest (?:the )?support\b", re.I)
 """A message that says its library does not support something yet ("... does not support Flash Attention 2.0 yet",
 "... is currently not supported with ...", "... are not implemented for TritonAttentionImpl", "... open an issue to
-request support for this architecture", "Please request the support"); not a standing limit ("currently only supports FP16 and BF16")."""
+request support for this architecture", "Please request the support"); not a standing limit ("currently only
+supports FP16 and BF16")."""
 
 
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",

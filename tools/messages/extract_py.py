@@ -149,13 +149,17 @@ def _func_assigns(func: ast.AST) -> dict:
     under a branch resolves to its first value and an open tail ({msg_rest}), which every branch's wording starts with."""
     counts: dict = {}
     values: dict = {}
+    not_added: set = set()  # names an augmented assignment changes otherwise than by adding (`msg *= 2`)
     for n in ast.walk(func):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and _target_key(n.targets[0]):
             k = _target_key(n.targets[0])
             counts[k] = counts.get(k, 0) + 1
             values[k] = n.value
         elif isinstance(n, ast.AugAssign) and _target_key(n.target):
-            counts[_target_key(n.target)] = counts.get(_target_key(n.target), 0) + 2
+            k = _target_key(n.target)
+            counts[k] = counts.get(k, 0) + 2
+            if not isinstance(n.op, ast.Add):
+                not_added.add(k)
     resolved = {k: v for k, v in values.items() if counts[k] == 1}
     sums: dict = {}
     steps: dict = {}
@@ -170,16 +174,10 @@ def _func_assigns(func: ast.AST) -> dict:
         if steps[k] == counts[k] and counts[k] % 2 == 1:
             resolved[k] = v
     for k, v in values.items():
-        if k not in resolved and counts[k] % 2 == 1 and _extended_by_adding(func, k):
+        if k not in resolved and counts[k] % 2 == 1 and k not in not_added:
             # set once, a part added under a branch: the message still opens with what the name was set to
             resolved[k] = ast.BinOp(left=v, op=ast.Add(), right=ast.Name(id=f"{k.split('.')[-1]}_rest"))
     return resolved
-
-
-def _extended_by_adding(func: ast.AST, key: str) -> bool:
-    """Every augmented assignment of the name in the function adds to it (`msg += ...`, never `msg *= ...`)."""
-    return all(isinstance(n.op, ast.Add) for n in ast.walk(func)
-               if isinstance(n, ast.AugAssign) and _target_key(n.target) == key)
 
 
 def _module_constants(tree: ast.Module) -> dict:
