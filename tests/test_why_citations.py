@@ -10,6 +10,18 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
+     "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
+     "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
+    ("PIP-UNINSTALLED-TORCH", "deeplearning-wisc/dream-ood#7 (pip install xformers==0.0.13 over torch 1.11.0)",
+     "    Found existing installation: torch 1.11.0\n    Uninstalling torch-1.11.0:\n      Successfully uninstalled "
+     "torch-1.11.0", {"torch_version": "1.11.0"}),
+    ("BUILD-COMPILER-NO-CXX17", "NVIDIA/TransformerEngine#1270 (pip install TransformerEngine@stable with gcc 7.5.0)",
+     "      /tmp/pip-req-build-hfgbdcj5/transformer_engine/common/util/cuda_driver.cpp:9:10: fatal error: filesystem: "
+     "No such file or directory\n       #include <filesystem>", {}),
+    ("BUILD-COMPILER-NO-CXX17", "NVIDIA/TransformerEngine#887 (a build compiled with -std=gnu++1y)",
+     "/**/TransformerEngine/transformer_engine/common/util/cuda_runtime.cpp:7:22: fatal error: filesystem: No such "
+     "file or directory", {}),
     ("TORCH-OP-NO-KERNEL-FOR-DEVICE", "facebookresearch/xformers#630 (an xformers build whose op lists no CUDA "
      "kernel)", "NotImplementedError: Could not run 'xformers::efficient_attention_forward_cutlass' with arguments "
      "from the 'CUDA' backend. This could be because the operator doesn't exist for this backend, or was omitted "
@@ -252,6 +264,10 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("PIP-UNINSTALLED-TORCH", "      Successfully uninstalled torchvision-0.15.2+cu118"),
+    ("PIP-UNINSTALLED-TORCH", "Successfully installed torch-2.4.1 xformers-0.0.28.post1"),
+    ("BUILD-COMPILER-NO-CXX17", "csrc/flash_attn/src/flash_fwd_kernel.h:7:10: fatal error: cute/tensor.hpp: No such "
+     "file or directory"),
     ("TORCH-OP-NO-KERNEL-FOR-DEVICE", "RuntimeError: No such operator xformers::efficient_attention_forward_cutlass"),
     ("PY-ATTENTION-MODULE-NO-ATTRIBUTE", "AttributeError: 'Qwen2FlashAttention2' object has no attribute "
      "'_flash_attention_forward'"),

@@ -474,3 +474,22 @@ def test_the_advice_of_a_cut_message_keeps_its_literal_braces(cli):
                        "the normalization axes are ambiguous.")
     fixes = json.loads(out)["cause"]["fixes"]
     assert any("reshape X to {rows, hidden, 1, 1}, or (training) set the INV_VARIANCE dims" in f for f in fixes), fixes
+
+
+def test_no_kernel_image_raised_in_a_packages_frame_names_that_package_to_rebuild(cli):
+    """The kernel without this GPU's code is the package whose frame raised it (here a SageAttention build without
+    this GPU's sm), not flash-attn, which the message's entry names for a traceback that shows no package."""
+    text = ('  File "C:\\ComfyUI\\python_embeded\\Lib\\site-packages\\sageattention\\core.py", line 722, in '
+            "sageattn_qk_int8_pv_fp8_cuda\n    o = torch.empty(q.size(), dtype=dtype, device=q.device)\n"
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    doc = json.loads(out)
+    assert doc["cause"]["id"] == "CUDA-NO-KERNEL-IMAGE"
+    assert doc["cause"]["fixes"][0].startswith("reinstall sageattention built for this GPU's architecture")
+
+
+def test_no_kernel_image_in_the_programs_own_frame_names_no_package(cli):
+    text = ('  File "/home/me/train.py", line 12, in <module>\n    y = model(x)\n'
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    assert not json.loads(out)["cause"]["fixes"][0].startswith("reinstall ")

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
-from .fixes import (MIXED_DTYPES_FIX, another_install, caller_package, cudnn_bound_fix, cut_advice, distinct,
+from .fixes import (MIXED_DTYPES_FIX, another_install, arch_rebuild_fix, caller_package, cudnn_bound_fix, cut_advice, distinct,
                     fixed_value, generic_fix, kernel_package, own_advice, own_fix, own_requirement, package_of,
                     retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
@@ -317,8 +317,10 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
                 entry, topics, backends, line, packages, reading.framed)))))),
             backends, entry.library)
-        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (  # mixed dtypes: every backend refuses them
-            *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry))
+        rebuild = arch_rebuild_fix(entry, reading.lines, hit.line)
+        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else tuple(f for f in (  # every backend refuses mixed dtypes
+            rebuild,
+            *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry)) if f)
         out.append(Candidate(id=entry.id, kind="message", score=round(score, 2), reasons=tuple(reasons),
                              title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
                              references=entry.source, lines=(hit.line,), topics=topics))
