@@ -35,6 +35,8 @@ COMPILED = {e["id"]: re.compile(e["pattern"]) for _, e in ENTRIES}
 def _sample(sub: str) -> str:
     if sub.split("|")[0] == r"-?\d+":  # an integer, or a tuple of them
         return "128"
+    if sub.startswith("<class "):  # what type(x) prints
+        return "<class 'torch.Tensor'>"
     if sub.startswith("[") and "\\w" in sub:
         return "bf16"
     if sub not in (".*?", ".*"):

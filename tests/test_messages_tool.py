@@ -107,6 +107,14 @@ def test_a_size_placeholder_takes_a_number_or_a_tuple():
     assert not re.search(pattern, "head_size should be a multiple of 8, got many.")
 
 
+def test_a_types_placeholder_takes_the_types_repr_whatever_its_name_holds():
+    """xformers/ops/fmha/common.py prints `type(d.attn_bias)` (named type_d_attn_bias, whose `_d_` is no head dim)."""
+    pattern, _ = pattern_of([(LIT, "attn_bias type is "), (PH, "type_d_attn_bias", "")])
+    found = re.search(pattern, "`flshattF` is not supported because: attn_bias type is <class 'torch.Tensor'>")
+    assert found and found.group("type_d_attn_bias") == "<class 'torch.Tensor'>"
+    assert re.search(pattern, "attn_bias type is <class 'xformers.ops.fmha.attn_bias.BlockDiagonalMask'>")
+
+
 def test_a_module_constant_formatted_into_a_raise_is_its_message():
     """torch/utils/cpp_extension.py raises RuntimeError(CUDA_MISMATCH_MESSAGE.format(...)) with a module constant."""
     from tools.messages import extract_py

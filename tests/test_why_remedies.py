@@ -53,7 +53,7 @@ def test_an_undefined_symbol_in_transformer_engine_says_to_rebuild_transformer_e
 
 def test_every_remedy_names_a_backend_of_the_rule_base() -> None:
     backends = {b.id for b in load_rulebase().backends}
-    frameworks = {"transformers", "vllm", "sglang", "sageattention", "llamafactory", "jax"}
+    frameworks = {"transformers", "vllm", "sglang", "sageattention", "llamafactory", "jax", "xformers"}
     keys = [key.partition("@") for key in load_remedies()]
     assert all(lib in frameworks and backend in backends for lib, at, backend in keys if at)
     assert {lib for lib, at, _ in keys if not at} <= backends | frameworks
@@ -92,6 +92,13 @@ def test_a_broken_remedies_file_is_a_rule_error(tmp_path, monkeypatch) -> None:
     finally:
         load_remedies.cache_clear()
     assert REMEDIES_FILE.is_file()
+
+
+def test_an_xformers_message_offers_turning_xformers_off_not_an_sdpa_kernel() -> None:
+    """xformers' own kernels are not SDPA's: its message about them is answered by the switch that stops using
+    xformers, not by disabling a kernel of PyTorch's SDPA."""
+    alternative = with_alternative(("a",), ("flash-attn-2", "sdpa-efficient"), "xformers")[-1]
+    assert alternative.startswith("disable xformers") and "enable_mem_efficient_sdp" not in alternative
 
 
 def test_a_framework_message_offers_the_frameworks_own_switch() -> None:

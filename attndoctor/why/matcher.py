@@ -481,11 +481,12 @@ def _printed(groups: Mapping[str, str]) -> tuple[str, ...]:
 def _listed_reasons(hits: Sequence[Any]) -> set[tuple[int, str]]:
     """(line, text) of the messages that are part of a longer one on their line: a reason it lists (vLLM's selector
     lists each backend's invalid_reasons), or the first sentence of another release's wording of it, whose whole
-    wording the longer match read; and a header that only announces reasons, where the text holds another problem."""
-    detailed = any(h.entry.kind in ("error", "warning") and not h.entry.summary for h in hits)
+    wording the longer match read; and a header that only announces reasons, where another line holds a problem (the
+    library's own wording of the header on its line is no other problem)."""
+    problems = {h.line for h in hits if h.entry.kind in ("error", "warning") and not h.entry.summary}
     return {(inner.line, inner.text) for outer in hits for inner in hits
             if inner is not outer and inner.line == outer.line and inner.text and _part_of(inner, outer)} | {
-        (h.line, h.text) for h in hits if h.entry.summary and detailed}
+        (h.line, h.text) for h in hits if h.entry.summary and problems - {h.line}}
 
 
 def _part_of(inner: Any, outer: Any) -> bool:

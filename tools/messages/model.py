@@ -90,6 +90,10 @@ INT_OR_TUPLE = r"-?\d+|\([-\d, ]+\)"
 """A value whose name says it is a count or a size: an integer, or a Python tuple of them (`correct_2d_size`)."""
 
 
+TYPE_REPR = r"<class '[\w.]+'>|[\w.]+"
+"""What `type(x)` formats to (<class 'torch.Tensor'>), or a class's bare name where a library prints __name__."""
+
+
 def subpattern(name: str, spec: str) -> str:
     """Each placeholder must match what the library prints there, no more and no less."""
     spec = spec or ""
@@ -101,6 +105,8 @@ def subpattern(name: str, spec: str) -> str:
         return r"[-+\w.]+"
     if spec in ("r",):
         return r".*?"
+    if name.startswith("type_"):  # type(x): Python prints <class 'module.Name'>
+        return TYPE_REPR
     if _INT_HINTS.search(name) and not _NAME_HINTS.search(name) and not re.search(r"shape|sizes|list|tuple", name):
         return INT_OR_TUPLE
     if _NAME_HINTS.search(name):
