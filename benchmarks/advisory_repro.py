@@ -3,12 +3,13 @@ in a fresh process (one ends in an illegal memory access), and write one JSON li
 are kept in tests/observations/advisories/ for the replay test; an "ok" run did not reproduce, and its advisory's notes
 say so.
 
-Run: python benchmarks/advisory_repro.py OUT.jsonl
+Run: python benchmarks/advisory_repro.py OUT.jsonl   (ONLY=ID,ID runs those advisories' cases alone)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -136,7 +137,47 @@ for bi, hi in ((0, 0), (b - 1, h - 1)):
     err = max(err, float((out[bi, hi, rows].float() - ref).abs().max()))
 print(json.dumps({'outcome': 'wrong-results' if err > 0.05 else 'ok', 'bias_elements': b * h * n * n, 'max_abs_error_rows': err}))
 """, {"batch": 16, "heads": 32, "seqlen": 4096, "hdim": 128, "dtype": "fp32", "train": False, "bias": "post-scale"}),
+    # pytorch/pytorch#142228: the memory-efficient kernel's grid puts heads on a 16-bit dimension
+    "ADV-SDPA-EFFICIENT-GRID-DIM-CRASH": (GRID := """
+import os, torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+h = int(os.environ['GRID_HEADS'])
+q, k, v = (torch.randn(1, h, 10, 16, device='cuda', dtype=torch.float32) for _ in range(3))
+with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+    out = F.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()
+ref = torch.softmax(q[0, -1] @ k[0, -1].T / 4, -1) @ v[0, -1]
+print(json.dumps({'outcome': 'ok', 'last_head_max_abs_error': float((out[0, -1] - ref).abs().max())}))
+""", {"batch": 1, "heads": 65536, "seqlen": 10, "hdim": 16, "dtype": "fp32", "train": False}, {"GRID_HEADS": "65536"}),
+    "ADV-SDPA-EFFICIENT-GRID-DIM-CRASH:control": (GRID, {"batch": 1, "heads": 65535, "seqlen": 10, "hdim": 16,
+                                                         "dtype": "fp32", "train": False}, {"GRID_HEADS": "65535"}),
+    # pytorch/pytorch#188015: with q = k = 0 the scores are uniform, so the loss sum(out * g) is linear in v and equals
+    # sum(v.grad * v) per (batch, head) slot exactly when the backward regenerates the forward's dropout mask
+    "ADV-SDPA-EFFICIENT-DROPOUT-RNG-OFFSET-32BIT-PRE214": (DROPOUT := """
+import os, torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+b, h, n = map(int, os.environ['DROP_SHAPE'].split(','))
+torch.manual_seed(0)
+q, k = (torch.zeros(b, h, n, 64, device='cuda', dtype=torch.float32, requires_grad=True) for _ in range(2))
+v = torch.randn(b, h, n, 64, device='cuda', dtype=torch.float32, requires_grad=True)
+with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+g = torch.randn_like(out)
+out.backward(g)
+lhs = (out.detach() * g).sum(dim=(2, 3)).double().flatten()
+rhs = (v.grad * v.detach()).sum(dim=(2, 3)).double().flatten()
+rel = ((lhs - rhs).abs() / lhs.abs().clamp_min(1e-6)).tolist()
+bad = [i for i, r in enumerate(rel) if r > 0.05]
+print(json.dumps({'outcome': 'wrong-results' if bad else 'ok', 'slots': b * h, 'mismatched_slots': bad[:64],
+                  'max_rel_matched': max((r for r in rel if r <= 0.05), default=None)}))
+""", {"batch": 1, "heads": 40, "seqlen": 8192, "hdim": 64, "dtype": "fp32", "train": True, "dropout": 0.5},
+        {"DROP_SHAPE": "1,40,8192"}),
+    "ADV-SDPA-EFFICIENT-DROPOUT-RNG-OFFSET-32BIT-PRE214:control": (DROPOUT, {
+        "batch": 1, "heads": 32, "seqlen": 8192, "hdim": 64, "dtype": "fp32", "train": True, "dropout": 0.5},
+        {"DROP_SHAPE": "1,32,8192"}),
 }
+"""Advisory id -> (code, config, environment); an id ending in ':control' is the same code on a config its advisory
+does not apply to, which must run clean."""
 
 
 def main() -> None:
@@ -146,17 +187,21 @@ def main() -> None:
            "torch": torch.__version__.split("+")[0], "cudnn": ".".join(
                str(x) for x in divmod(torch.backends.cudnn.version(), 10000)[:1] + divmod(
                    torch.backends.cudnn.version() % 10000, 100))}
+    only = [x for x in os.environ.get("ONLY", "").split(",") if x]
     with open(sys.argv[1], "w") as out:
-        for rule, (code, config) in CASES.items():
+        for name, (code, config, *extra) in CASES.items():
+            rule, control = name.removesuffix(":control"), name.endswith(":control")
+            if only and rule not in only:
+                continue
             done = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True,
-                                  timeout=300)
+                                  timeout=300, env={**os.environ, **(extra[0] if extra else {})})
             if done.returncode == 0 and done.stdout.strip():
                 result = json.loads(done.stdout.strip().splitlines()[-1])
             else:
                 lines = done.stderr.strip().splitlines() or ["(no output)"]
                 raised = [line for line in lines if RAISED.match(line)]
                 result = {"outcome": "crashed", "error": (raised or lines)[-1][:300]}
-            line = {"advisory": rule, "config": config, "env": env, **result}
+            line = {"advisory": rule, **({"control": True} if control else {}), "config": config, "env": env, **result}
             out.write(json.dumps(line) + "\n")
             print(json.dumps(line))
 
