@@ -154,6 +154,9 @@ def test_a_value_said_to_be_unsupported_is_too_generic_a_message():
     for words in (" is not supported.", " are not supported", " is not implemented"):
         assert skip_reason([(PH, "type_interleaved_sliding_window", ""), (LIT, words)]) == "generic text", words
     assert skip_reason([(PH, "x", ""), (LIT, " is not supported for sliding window attention.")]) is None
+    # megatron/legacy/model/transformer.py@core_v0.15.0 raises "This is no longer supported." for a retired option
+    for words in ("This is no longer supported.", "It is not yet supported", "this is currently not implemented"):
+        assert skip_reason([(LIT, words)]) == "generic text", words
 
 
 def test_pythons_own_wording_raised_by_a_library_is_no_message_of_it():

@@ -493,3 +493,12 @@ def test_no_kernel_image_in_the_programs_own_frame_names_no_package(cli):
             "RuntimeError: CUDA error: no kernel image is available for execution on the device")
     code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
     assert not json.loads(out)["cause"]["fixes"][0].startswith("reinstall ")
+
+
+def test_an_asserted_switch_of_a_frameworks_config_is_turned_on(cli):
+    """megatron/legacy/model/transformer.py@core_v0.15.0 asserts config.attention_softmax_in_fp32 with "TransformerEngine
+    only supports softmax compute in FP32.": the fix sets that switch (Megatron's --attention-softmax-in-fp32)."""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--",
+                         "AssertionError: TransformerEngine only supports softmax compute in FP32.")
+    fixes = json.loads(out)["cause"]["fixes"]
+    assert fixes[0].startswith("set attention_softmax_in_fp32=True") and "--attention-softmax-in-fp32" in fixes[0]

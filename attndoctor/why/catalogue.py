@@ -71,6 +71,8 @@ class CatalogueEntry(NamedTuple):
     summary: bool = False
     """A header printed above the reasons it announces (xformers' "No operator found for ..."): a cause only where the
     text holds none of them, nor any other error or warning."""
+    asserted: bool = False
+    """The message is an assert's (index entries only): `note` is what must hold, not what made it print."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

@@ -263,6 +263,11 @@ def raising_package(lines: Sequence[str], before: int) -> str:
     return "" if package.endswith(LONE) else package
 
 
+_REQUIRED_SWITCH = re.compile(r"^(?:self\.)?(?:config|args|cfg|\w+_config|\w+_args)\.(?P<name>[a-z][a-z0-9_]*)$")
+"""An assert that a framework's config switch is on (Megatron: `config.attention_softmax_in_fp32`), whose fix is to
+turn it on; argparse makes `--attention-softmax-in-fp32` that attribute."""
+
+
 NOT_THE_KERNELS = frozenset({"torch", "importlib", "functools", "einops", "accelerate"})
 """Frames that make the failing call without holding its kernel (torch's op dispatch runs other packages' kernels)."""
 
@@ -330,6 +335,10 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         return BF16_ON_OLDER_GPU
     if list(topics[:1]) == ["dtype"] and (MIXED_DTYPES.search(entry.note or "") or MIXED_DTYPES.search(text)):
         return MIXED_DTYPES_FIX
+    switch = _REQUIRED_SWITCH.match(entry.note or "") if getattr(entry, "asserted", False) else None
+    if switch:
+        return (f"set {switch['name']}=True in {library}'s configuration (its check requires `{entry.note}`); where "
+                f"the program takes it from the command line: --{switch['name'].replace('_', '-')}")
     # the first kind is what the message is about ("unsupported head_dim ... (>192 requires sm80/90)" is a head dim)
     topic = topics[0] if topics else ""
     for backend in backends:

@@ -238,7 +238,7 @@ def to_entry(record: Mapping[str, Any], where: str) -> CatalogueEntry | None:
         rules=tuple(record.get("rules") or ()), facts=facts, sets={}, meaning=meaning_of(record), fix="",
         priority=-1, parse="", file=where, line=0, note=str(record.get("condition") or ""),
         literals=((literal, False), *extra), indexed=True, template=template,
-        retired=str(record.get("retired") or ""))
+        retired=str(record.get("retired") or ""), asserted=record.get("kind") == "assert")
 
 
 @lru_cache(maxsize=2)

@@ -248,8 +248,10 @@ def skip_reason(parts: list) -> str | None:
         return None  # a printed check such as "query.shape[-1] % 8 != 0" identifies the refusal
     if len(words) < 2 or (len(words) == 2 and len(lits.strip()) < 16):
         return "fewer than 3 literal words"
-    if re.sub(r"^(?:is|are|was|were) ", "", normalize(lits).strip(" .:!").lower()) in GENERIC:
-        return "generic text"  # "{value} is not supported." says no more than "not supported"
+    core = re.sub(r"^(?:(?:this|that|it) )?(?:is|are|was|were) (?:no longer |not yet |yet |currently )?", "",
+                  normalize(lits).strip(" .:!").lower())
+    if core in GENERIC or core in ("supported", "not currently supported", "not implemented yet", "not supported yet"):
+        return "generic text"  # "{value} is not supported." or "This is no longer supported." names nothing
     if normalize(re.sub(r"[`'\"]", "", lits)).strip(" .:!").lower() in PYTHON_OWN:
         return "Python's or PyTorch's own wording"
     return None

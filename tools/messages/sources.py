@@ -139,7 +139,8 @@ SOURCES = [
         "include": [r"^megatron/core/transformer/(attention|dot_product_attention|multi_latent_attention)\.py$",
                     r"^megatron/core/(extensions|transformer/custom_layers)/transformer_engine\.py$",
                     r"^megatron/core/transformer/transformer_config\.py$", r"^megatron/training/arguments\.py$",
-                    r"^megatron/core/models/common/language_module/language_module\.py$"],
+                    r"^megatron/core/models/common/language_module/language_module\.py$",
+                    r"^megatron/legacy/model/transformer\.py$"],
         "text": {r"^megatron/(core/transformer/transformer_config|training/arguments|core/models/common/)": _MEGATRON_TEXT},
         # --flash-attention-version is the major version chosen (2, 3 or 4), not the installed flash-attn's version
         "not_facts": frozenset({"flash_attention_version"}),
