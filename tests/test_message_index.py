@@ -130,6 +130,9 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
 
 @pytest.mark.parametrize("text,library,fact,value", [
     ("FlashAttention forward only supports head dimension at most 256", "flash-attn", None, None),
+    # flash_attn/ops/triton/rotary.py@v2.7.4:177, the rotary kernel transformers' flash-attn path calls
+    ("AssertionError: Input and cos/sin must have the same dtype, got torch.float32 and torch.bfloat16", "flash-attn",
+     None, None),
     ("OutOfResources: out of resource: shared memory, Required: 232448, Hardware limit: 101376. "
      "Reducing block sizes or `num_stages` may help.", "triton", "smem_required", "232448"),
     ("libcudnn.so.9: cannot open shared object file: No such file or directory", "loader", None, None),

@@ -92,7 +92,7 @@ SOURCES = [
         "name": "flash-attention", "repo": "Dao-AILab/flash-attention", "git": "Dao-AILab+flash-attention",
         "refs": FA_TAGS + FA4_TAGS, "library": fa_library,
         "include": [r"^setup\.py$", r"^hopper/setup\.py$", r"^csrc/flash_attn/flash_api\.cpp$", r"^csrc/flash_attn/fmha_api\.cpp$", r"^csrc/flash_attn_ck/[^/]+\.cpp$", r"^flash_attn/[^/]+\.py$", r"^hopper/[^/]+\.(cpp|py)$",
-                    r"^flash_attn/cute/[^/]+\.py$"],
+                    r"^flash_attn/cute/[^/]+\.py$", r"^flash_attn/(ops/triton|layers)/rotary\.py$"],
     },
     {
         "name": "flash-attn-4-wheels", "repo": "Dao-AILab/flash-attention", "wheels": "flash-attn-4-*",
