@@ -10,6 +10,15 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("CUDNN-SUBLIBRARY-NOT-LOADED", "neuralgcm/neuralgcm#148 (JAX with a cuDNN 9.5.1 archive on LD_LIBRARY_PATH)",
+     "Unable to load any of {libcudnn_engines_precompiled.so.9.5.1, libcudnn_engines_precompiled.so.9.5, "
+     "libcudnn_engines_precompiled.so.9, libcudnn_engines_precompiled.so}",
+     {"sublibrary": "libcudnn_engines_precompiled", "cudnn_version": "9.5.1"}),
+    ("CUDNN-SUBLIBRARY-NOT-LOADED", "disler/always-on-ai-assistant#3 (fixed by installing libcudnn9-cuda-12)",
+     "Error running on Linux: Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, "
+     "libcudnn_ops.so}", {"sublibrary": "libcudnn_ops", "cudnn_version": "9.1.0"}),
+    ("CUDNN-SUBLIBRARY-NOT-LOADED", "daswer123/xtts-finetune-webui#18 (the line after the one above)",
+     "Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor", {}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -264,6 +273,9 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("CUDNN-SUBLIBRARY-NOT-LOADED", "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: "
+     "cannot open shared object file: No such file or directory"),
+    ("CUDNN-SUBLIBRARY-NOT-LOADED", "Unable to load any of {libcudart.so.12, libcudart.so}"),
     ("PIP-UNINSTALLED-TORCH", "      Successfully uninstalled torchvision-0.15.2+cu118"),
     ("PIP-UNINSTALLED-TORCH", "Successfully installed torch-2.4.1 xformers-0.0.28.post1"),
     ("BUILD-COMPILER-NO-CXX17", "csrc/flash_attn/src/flash_fwd_kernel.h:7:10: fatal error: cute/tensor.hpp: No such "
