@@ -10,6 +10,24 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("NVCC-UNSUPPORTED-HOST-COMPILER", "Eyeline-Labs/FlashDepth#2 (a gcc newer than the CUDA toolkit supports)",
+     "/usr/local/cuda/include/crt/host_config.h:143:2: error: #error -- unsupported GNU version! gcc versions later than "
+     "12 are not supported! The nvcc flag '-allow-unsupported-compiler' can be used to override this version check; "
+     "however, using an unsupported host compiler may cause compilation failure or incorrect run time execution. Use at "
+     "your own risk.", {"compiler": "GNU"}),
+    ("PTXAS-UNKNOWN-GPU-NAME", "ModelTC/LightLLM#176 (triton 2.0.0's ptxas on an RTX 4090; triton 2.1.0 fixed it)",
+     "ptxas fatal   : Value 'sm_89' is not defined for option 'gpu-name'", {"arch": "sm_89"}),
+    ("PTXAS-UNKNOWN-GPU-NAME", "gpustack/gpustack#4372 (GB10)",
+     "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'", {"arch": "sm_121a"}),
+    ("TRITON-LIBCUDA-NOT-FOUND", "state-spaces/mamba#123 (triton's launcher linked with -lcuda)",
+     "/usr/bin/ld: cannot find -lcuda\ncollect2: error: ld returned 1 exit status", {}),
+    ("TRITON-LIBCUDA-NOT-FOUND", "HannesStark/boltzgen#2 (only libcuda.so.1 on the system)",
+     "/usr/bin/ld: cannot find -lcuda: No such file or directory", {}),
+    ("TE-BUILD-CUDNN-NOT-FOUND", "NVIDIA/TransformerEngine#954 (building TransformerEngine in a conda environment)",
+     "CMake Error at cmake/FindCUDNN.cmake:19 (find_library):\n  Could not find cudnn_LIBRARY using the following names: "
+     "cudnn, libcudnn.so.", {}),
+    ("TE-BUILD-CUDNN-NOT-FOUND", "NVIDIA/TransformerEngine#516",
+     "Could NOT find CUDNN (missing: CUDNN_INCLUDE_DIR CUDNN_LIBRARY)", {}),
     ("CUDNN-SUBLIBRARY-NOT-LOADED", "neuralgcm/neuralgcm#148 (JAX with a cuDNN 9.5.1 archive on LD_LIBRARY_PATH)",
      "Unable to load any of {libcudnn_engines_precompiled.so.9.5.1, libcudnn_engines_precompiled.so.9.5, "
      "libcudnn_engines_precompiled.so.9, libcudnn_engines_precompiled.so}",
@@ -273,6 +291,10 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("NVCC-UNSUPPORTED-HOST-COMPILER", "nvcc fatal   : Unsupported gpu architecture 'compute_120'"),
+    ("PTXAS-UNKNOWN-GPU-NAME", "ptxas error   : Entry function 'kernel' uses too much shared data"),
+    ("TRITON-LIBCUDA-NOT-FOUND", "/usr/bin/ld: cannot find -lcudart"),
+    ("TE-BUILD-CUDNN-NOT-FOUND", "Could not find cuDNN frontend API at /x/3rdparty/cudnn-frontend/include."),
     ("CUDNN-SUBLIBRARY-NOT-LOADED", "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: "
      "cannot open shared object file: No such file or directory"),
     ("CUDNN-SUBLIBRARY-NOT-LOADED", "Unable to load any of {libcudart.so.12, libcudart.so}"),

@@ -502,3 +502,13 @@ def test_an_asserted_switch_of_a_frameworks_config_is_turned_on(cli):
                          "AssertionError: TransformerEngine only supports softmax compute in FP32.")
     fixes = json.loads(out)["cause"]["fixes"]
     assert fixes[0].startswith("set attention_softmax_in_fp32=True") and "--attention-softmax-in-fp32" in fixes[0]
+
+
+def test_torch_missing_while_pip_builds_a_package_offers_turning_build_isolation_off(cli):
+    """Dao-AILab/flash-attention README.md@v2.8.3:82: flash-attn's setup.py imports torch, which pip's isolated build
+    environment lacks even where torch is installed."""
+    text = ("Getting requirements to build wheel ... error\nerror: subprocess-exited-with-error\n"
+            "ModuleNotFoundError: No module named 'torch'")
+    code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+    fixes = json.loads(out)["cause"]["fixes"]
+    assert any("--no-build-isolation" in f and "pip install torch --no-build-isolation" not in f for f in fixes)
