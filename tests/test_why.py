@@ -324,3 +324,10 @@ def test_a_tie_between_the_rules_of_one_message_goes_to_the_check_its_words_desc
     assert "FA2-ARCH-BLACKWELL-PRE-273" in {c.id for c in got.alternatives}
     assert answer("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", gpu="B200",
                   flash_attn="2.6.3").cause.id == "FA2-ARCH-BLACKWELL-PRE-273"
+
+
+def test_of_libraries_that_print_a_message_word_for_word_one_still_printing_it_wins_the_tie():
+    """flash-attn 2's csrc/flash_attn/flash_api.cpp@v2.8.3:154 still prints it; hopper/flash_api.cpp printed it only
+    at v2.6.3 (retired from 2.7.4): with no version given, the current release's check is the likelier source."""
+    got = answer("RuntimeError: This flash attention build does not support headdim not being a multiple of 32.")
+    assert got.cause is not None and got.cause.id == "FLASH-ATTN-6A94AB9F07FD"

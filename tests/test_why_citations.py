@@ -10,6 +10,12 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "sgl-project/sglang#8131 (sgl-kernel built with green contexts, a CUDA 12.4 "
+     "driver)", "ImportError: /opt/conda/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: "
+     "cuGreenCtxStreamCreate", {"symbol": "cuGreenCtxStreamCreate"}),
+    ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "sgl-project/sglang#8432 (driver 535)", "ImportError: /usr/local/lib/"
+     "python3.11/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: cuGreenCtxDestroy",
+     {"symbol": "cuGreenCtxDestroy"}),
     ("NVCC-UNSUPPORTED-HOST-COMPILER", "Eyeline-Labs/FlashDepth#2 (a gcc newer than the CUDA toolkit supports)",
      "/usr/local/cuda/include/crt/host_config.h:143:2: error: #error -- unsupported GNU version! gcc versions later than "
      "12 are not supported! The nvcc flag '-allow-unsupported-compiler' can be used to override this version check; "
@@ -291,6 +297,8 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "undefined symbol: cudaGetDriverEntryPointByVersion, version libcudart.so.12"),
+    ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "libtorch_cuda.so: undefined symbol: cublasLtMatmulDescCreate"),
     ("NVCC-UNSUPPORTED-HOST-COMPILER", "nvcc fatal   : Unsupported gpu architecture 'compute_120'"),
     ("PTXAS-UNKNOWN-GPU-NAME", "ptxas error   : Entry function 'kernel' uses too much shared data"),
     ("TRITON-LIBCUDA-NOT-FOUND", "/usr/bin/ld: cannot find -lcudart"),

@@ -56,6 +56,9 @@ an operator the GPU or the build rules out anyway (fa3F before Hopper, an unbuil
 _XFORMERS_OP = re.compile(r"^\s*`(?P<op>[\w@.\-]+)` is not supported because:")
 RESEMBLED = -0.5
 """Added to a message the text holds only in other words (why.resemble): probably it, from a release not read."""
+RETIRED = -0.05
+"""Added to an index message its library's later releases no longer print: where a current release prints the same
+words, that one is the likelier source (the versions, when given, decide it)."""
 NAMED_LIBRARY = 0.05
 """Added to an index message whose library the lines up to it name: of the libraries that print it word for word
 (ms-swift's copy of transformers' warning, which says `Transformers version v5.0.0`), the one the text names."""
@@ -281,7 +284,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         elif entry.kind == "log" and not entry.fix:
             score += LOG_CAUSE
         opened, reasons = _matched(entry, hit, reading)
-        score += opened
+        score += opened + (RETIRED if entry.retired else 0.0)
         ops = {_xformers_op(reading.lines, h.line) for h in reading.hits if h.entry.id == entry.id} - {""} \
             if entry.library == "xformers" else set()
         if any(op.startswith("cutlass") for op in ops):
