@@ -1,7 +1,7 @@
 """On a GPU: try to reproduce the advisories this machine's stack reaches that `verify --stress` has no regime for, each
 in a fresh process (one ends in an illegal memory access), and write one JSON line per run. The runs that went wrong
-are kept in tests/observations/advisories/ for the replay test; an "ok" run did not reproduce, and its advisory's notes
-say so.
+and the control runs just below a bound (which must run clean) are kept in tests/observations/advisories/ for the
+replay test; any other "ok" run did not reproduce, and its advisory's notes say so.
 
 Run: python benchmarks/advisory_repro.py OUT.jsonl   (ONLY=ID,ID runs those advisories' cases alone)
 """
@@ -201,9 +201,10 @@ def main() -> None:
                 lines = done.stderr.strip().splitlines() or ["(no output)"]
                 raised = [line for line in lines if RAISED.match(line)]
                 result = {"outcome": "crashed", "error": (raised or lines)[-1][:300]}
-            line = {"advisory": rule, **({"control": True} if control else {}), "config": config, "env": env, **result}
-            out.write(json.dumps(line) + "\n")
-            print(json.dumps(line))
+            line = json.dumps({"advisory": rule, **({"control": True} if control else {}), "config": config, "env": env,
+                               **result})
+            out.write(line + "\n")
+            print(line)
 
 
 if __name__ == "__main__":

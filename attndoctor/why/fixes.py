@@ -272,18 +272,17 @@ NOT_THE_KERNELS = frozenset({"torch", "importlib", "functools", "einops", "accel
 """Frames that make the failing call without holding its kernel (torch's op dispatch runs other packages' kernels)."""
 
 
-def arch_rebuild_fix(entry: Any, lines: Sequence[str], line: int) -> str:
+def arch_rebuild_fix(entry: Any, lines: Sequence[str], line: int) -> tuple[str, ...]:
     """For a message that a binary holds no code for this GPU: rebuild the package whose traceback frame raised it,
-    where one did; '' for the program's own frame, torch's or none."""
+    where one did; none for the program's own frame, torch's or no frame."""
     if getattr(entry, "install", "") != "arch":
-        return ""
-    package = raising_package(lines, line)
-    if not package or package.split(".")[0].lower() in NOT_THE_KERNELS:
-        return ""
-    package = package.split(".")[0].replace("_", "-").lower()
+        return ()
+    package = raising_package(lines, line).split(".")[0].replace("_", "-").lower()
+    if not package or package in NOT_THE_KERNELS:
+        return ()
     return (f"reinstall {package} built for this GPU's architecture (the error rose in {package}'s code): a release "
             f"or wheel whose build includes this GPU's sm, or build {package} from source with it listed "
-            "(TORCH_CUDA_ARCH_LIST)")
+            "(TORCH_CUDA_ARCH_LIST)",)
 
 
 NOT_YET = re.compile(r"\b(?:not|n't)\b(?:[^.!]|\.(?=\d)){0,80}\byet\b|\bcurrently (?:not supported|unsupported|"

@@ -320,10 +320,9 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
                 entry, topics, backends, line, packages, reading.framed)))))),
             backends, entry.library)
-        rebuild = arch_rebuild_fix(entry, reading.lines, hit.line)
-        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else tuple(f for f in (  # every backend refuses mixed dtypes
-            rebuild,
-            *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry)) if f)
+        fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (  # mixed dtypes: every backend refuses them
+            *arch_rebuild_fix(entry, reading.lines, hit.line),
+            *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry))
         out.append(Candidate(id=entry.id, kind="message", score=round(score, 2), reasons=tuple(reasons),
                              title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
                              references=entry.source, lines=(hit.line,), topics=topics))

@@ -230,7 +230,8 @@ def fact_of(name: str, parts: list, i: int) -> str | None:
 _WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 GENERIC = {
     "not implemented", "not supported", "unsupported", "invalid", "error", "unreachable", "todo",
-    "should not reach here", "unknown", "internal error",
+    "should not reach here", "unknown", "internal error", "supported", "not currently supported", "not implemented yet",
+    "not supported yet",
 }
 PYTHON_OWN = {"object has no attribute", "has no attribute", "got an unexpected keyword argument", "object is not callable",
               "object is not subscriptable", "object is not iterable", "shape is invalid for input of size"}
@@ -250,7 +251,7 @@ def skip_reason(parts: list) -> str | None:
         return "fewer than 3 literal words"
     core = re.sub(r"^(?:(?:this|that|it) )?(?:is|are|was|were) (?:no longer |not yet |yet |currently )?", "",
                   normalize(lits).strip(" .:!").lower())
-    if core in GENERIC or core in ("supported", "not currently supported", "not implemented yet", "not supported yet"):
+    if core in GENERIC:
         return "generic text"  # "{value} is not supported." or "This is no longer supported." names nothing
     if normalize(re.sub(r"[`'\"]", "", lits)).strip(" .:!").lower() in PYTHON_OWN:
         return "Python's or PyTorch's own wording"
