@@ -23,14 +23,39 @@ def test_a_text_nothing_explains_is_unexplained(cli):
 
 
 def test_causes_of_different_kinds_at_one_score_are_ambiguous(cli):
-    code, doc, _ = ask(cli, "RuntimeError: No available kernel. Aborting execution.")
+    code, doc, _ = ask(cli, "RuntimeError: CUDA error: an illegal memory access was encountered")
     assert doc["verdict"] == "ambiguous" and code == 1
     assert doc["alternatives"] and doc["settle"]
 
 
 def test_ambiguous_text_output_names_the_candidates_and_the_facts_to_give(cli):
-    code, out, _ = cli("why", "RuntimeError: No available kernel. Aborting execution.", "--no-here")
+    code, out, _ = cli("why", "RuntimeError: CUDA error: an illegal memory access was encountered", "--no-here")
     assert code == 1 and "ambiguous:" in out and "to tell them apart, give:" in out
+
+
+NO_KERNEL = "RuntimeError: No available kernel. Aborting execution."
+
+
+def test_no_available_kernel_alone_is_the_programs_narrowed_kernels(cli):
+    """SDPA prints it only where the program switched its math kernel off and every kernel left refused: that much
+    the line says by itself, and letting the math kernel back runs the call; each kernel's reason stays an
+    alternative for the facts to decide."""
+    code, doc, _ = ask(cli, NO_KERNEL)
+    assert code == 0 and doc["verdict"] == "cause" and doc["cause"]["id"] == "SDPA-NO-AVAILABLE-KERNEL"
+    assert any("SDPBackend.MATH" in f for f in doc["cause"]["fixes"])
+    assert not any(f.startswith("disable SDPA") for f in doc["cause"]["fixes"])  # no one kernel failed alone
+    assert "SDPA-FLASH-ARCH-PRE27" in {c["id"] for c in doc["candidates"]}
+
+
+def test_facts_that_decide_a_kernels_refusal_lead_over_no_available_kernel(cli):
+    code, doc, _ = ask(cli, NO_KERNEL, "--gpu", "V100", "--torch", "2.0.1", "--dtype", "fp16", "--hdim", "64")
+    assert doc["cause"]["id"] == "SDPA-FLASH-ARCH-PRE27" and doc["cause"]["applies"] is True
+
+
+def test_the_reasons_printed_before_no_available_kernel_lead(cli):
+    code, doc, _ = ask(cli, "UserWarning: Both fused kernels do not support non-null attn_mask. (Triggered "
+                            "internally at ../aten/src/ATen/native/transformers/cuda/sdp_utils.h:191.)\n" + NO_KERNEL)
+    assert doc["cause"]["id"] == "SDPA-FLASH-ATTN-MASK"
 
 
 def test_one_kind_of_problem_on_several_backends_is_one_answer(cli):

@@ -319,7 +319,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             backends, packages), lambda: tuple(dict.fromkeys((
             *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
                 entry, topics, backends, line, packages, reading.framed)))))),
-            backends, entry.library)
+            () if entry.summary else backends, entry.library)  # a summary names no one backend to keep out
         fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (  # mixed dtypes: every backend refuses them
             *arch_rebuild_fix(entry, reading.lines, hit.line),
             *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry))
