@@ -43,6 +43,22 @@ REAL_TEXTS = [
      "libcudnn_ops.so}", {"sublibrary": "libcudnn_ops", "cudnn_version": "9.1.0"}),
     ("CUDNN-SUBLIBRARY-NOT-LOADED", "daswer123/xtts-finetune-webui#18 (the line after the one above)",
      "Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor", {}),
+    ("CUDNN-NVRTC-NOT-LOADED", "cocktailpeanut/fluxgym#208 (cuDNN 9 under sd-scripts' Flux training)",
+     "[2024-10-26 12:00:35] [INFO] 0%|          | 0/22 [00:00<?, ?it/s]Could not load library libnvrtc.so.12. Error: "
+     "libnvrtc.so.12: cannot open shared object file: No such file or directory",
+     {"library": "libnvrtc.so.12", "nvrtc": "libnvrtc.so.12"}),
+    ("CUDNN-NVRTC-NOT-LOADED", "vladmandic/sdnext#539 (cuDNN 8 with torch 2.0)",
+     "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open shared object file: No such file "
+     "or directory", {"library": "libcudnn_cnn_infer.so.8", "nvrtc": "libnvrtc.so"}),
+    ("CUDNN-8-LIBRARY-NOT-LOADED", "jianchang512/stt#76 (fixed by apt install libcudnn8)",
+     "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file: "
+     "No such file or directory", {"library": "libcudnn_ops_infer.so.8", "missing": "libcudnn_ops_infer.so.8"}),
+    ("CUDNN-8-LIBRARY-NOT-LOADED", "TinyLLaVA/TinyLLaVA_Factory#134",
+     "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file "
+     "or directory", {"library": "libcudnn_cnn_infer.so.8", "missing": "libcuda.so"}),
+    ("CUDNN-8-LIBRARY-NOT-LOADED", "AlexeyAB/darknet#8601",
+     "Could not load library libcudnn_ops_infer.so.8. Error: libcublas.so.11: cannot open shared object file: No such "
+     "file or directory", {"library": "libcudnn_ops_infer.so.8", "missing": "libcublas.so.11"}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -337,6 +353,13 @@ NEAR_MISSES = [
     ("PYBIND-ATTENTION-KERNEL-ARGUMENTS", "TypeError: forward(): incompatible function arguments."),
     ("PYBIND-ATTENTION-KERNEL-ARGUMENTS", "TypeError: fused_attn_fwd(): incompatible function arguments."),
     ("PYBIND-OTHER-ATTENTION-KERNEL-ARGUMENTS", "TypeError: varlen_fwd(): incompatible function arguments."),
+    ("CUDNN-NVRTC-NOT-LOADED", "ImportError: libnvrtc.so.11.2: cannot open shared object file: No such file or directory"),
+    ("CUDNN-8-LIBRARY-NOT-LOADED", "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open "
+     "shared object file: No such file or directory"),
+    ("CUDNN-8-LIBRARY-NOT-LOADED", "Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, "
+     "libcudnn_ops.so}"),
+    ("LOADER-CUDA-RUNTIME-MISSING", "Could not load library libnvrtc.so.12. Error: libnvrtc.so.12: cannot open shared "
+     "object file: No such file or directory"),
     ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
      "xformers with `python setup.py develop`?"),
 ]

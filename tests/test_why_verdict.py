@@ -100,3 +100,13 @@ def test_a_missing_module_the_versions_given_rule_out_is_another_install(cli):
     assert "install-missing" in doc["cause"]["topics"] and doc["cause"]["fixes"][0].startswith("check which torch")
     _, doc, _ = ask(cli, "--torch", "2.4.1", text)
     assert doc["cause"]["topics"] == ["version-mismatch"] and "2.5.0" in doc["cause"]["fixes"][0]
+
+
+def test_cudnn_not_finding_nvrtc_is_nvrtc_missing_not_an_extension_built_for_another_cuda(cli):
+    """cuDNN's own 'Could not load library' line holds the loader's words too; cuDNN's runtime compiler is what is
+    missing (cocktailpeanut/fluxgym#208's lines)."""
+    code, doc, _ = ask(cli, "Could not load library libnvrtc.so.12. Error: libnvrtc.so.12: cannot open shared object "
+                            "file: No such file or directory")
+    assert code == 0 and doc["cause"]["id"] == "CUDNN-NVRTC-NOT-LOADED"
+    assert "LOADER-CUDA-RUNTIME-MISSING" not in {c["id"] for c in doc["candidates"]}
+    assert any("nvidia-cuda-nvrtc-cu12" in f for f in doc["cause"]["fixes"])
