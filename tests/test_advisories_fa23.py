@@ -62,3 +62,24 @@ def test_fa3_varlen_training_stays_at_risk_of_a_padded_tail(cli):
 
 def test_fa3_varlen_inference_has_no_gradients_to_leave_uninitialised(cli):
     assert finding(verdict(cli, "flash-attn-3", *FA3_THD, "--infer"), PADDING) is None
+
+
+BLACKWELL_WHEELS = "ADV-FLASH-ATTN-2-273-WHEELS-NO-BLACKWELL"
+B_CALL = ["--batch", "2", "--heads", "16", "--seqlen", "1024", "--hdim", "128", "--dtype", "bf16",
+          "--infer"]
+
+
+@pytest.mark.parametrize("gpu", ["RTX 5090", "B200"])
+def test_the_273_to_2741_wheels_carry_no_blackwell_kernels(cli, gpu):
+    v = verdict(cli, "flash-attn-2", *B_CALL, "--gpu", gpu, "--torch", "2.6.0", "--flash-attn", "2.7.4.post1")
+    f = finding(v, BLACKWELL_WHEELS)
+    assert v["status"] == "unsupported" and f["applies"] is True and f["fixed_in"] == {"flash_attn": "2.8.0"}
+    assert "no kernel image" in f["symptom"]
+
+
+@pytest.mark.parametrize("gpu, torch, fa", [("RTX 5090", "2.6.0", "2.8.0"), ("RTX 5090", "2.6.0", "2.8.3"),
+                                           ("H100", "2.6.0", "2.7.4.post1"), ("B200", "2.8.0", "2.7.4.post1")])
+def test_the_28_wheels_source_builds_and_pre_blackwell_gpus_are_untouched(cli, gpu, torch, fa):
+    """torch 2.7+ has no 2.7.x wheel: setup.py builds here, with what the local nvcc makes (#1589 ran on a B200)."""
+    v = verdict(cli, "flash-attn-2", *B_CALL, "--gpu", gpu, "--torch", torch, "--flash-attn", fa)
+    assert finding(v, BLACKWELL_WHEELS) is None and v["status"] != "unsupported"
