@@ -100,6 +100,13 @@ def test_of_two_libraries_printing_one_message_the_one_the_text_names_goes_first
     assert "the text names transformers" in doc["cause"]["reasons"][0]
 
 
+def test_a_library_named_in_words_apart_is_named(cli):
+    """ComfyUI's fallback line writes SageAttention as 'sage attention'; FlashInfer prints the same words."""
+    doc = why(cli, "--", "Error running sage attention: Unsupported head_dim: 256, using pytorch attention instead.")
+    assert doc["cause"]["id"].startswith("SAGEATTENTION-"), doc["cause"]["id"]
+    assert "the text names SageAttention" in doc["cause"]["reasons"][0]
+
+
 def test_two_messages_of_one_library_are_not_told_apart_by_the_library_name_nearby(cli):
     text = ("No operator found for `memory_efficient_attention_forward` with inputs:\n"
             "query : shape=(1, 3136, 1, 512) (torch.float32)\n"

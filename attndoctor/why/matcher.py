@@ -341,10 +341,14 @@ def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:
     near = " ".join(reading.lines[max(0, hit.line - WINDOW - 1):hit.line]).lower()
     shared = entry.indexed and any(h.line == hit.line and h.entry.indexed and h.entry.library != entry.library
                                    for h in reading.hits)
-    named = shared and any(re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", near)
-                           for n in {entry.library, label})
+    named = shared and any(re.search(rf"(?<![\w-]){_spelled(n)}(?![\w-])", near) for n in {entry.library, label})
     return (NAMED_LIBRARY if named else 0.0), [f"line {hit.line} is this {entry.library} {entry.kind}"
                                                 + (f", and the text names {label}" if named else "")]
+
+
+def _spelled(name: str) -> str:
+    """A library's name as people write it: SageAttention also as 'sage attention', 'sage_attention', 'sage-attention'."""
+    return r"[\s_-]?".join(re.escape(part.lower()) for part in re.split(r"(?<=[a-z])(?=[A-Z])", name))
 
 
 def _message_fixes(entry: Any, hit: Any, another: tuple[str, str] | None, ruled_out: Sequence[str],
