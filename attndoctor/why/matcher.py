@@ -7,9 +7,9 @@ from typing import Any, Mapping, Sequence
 
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
-from .fixes import (MIXED_DTYPES_FIX, another_install, arch_rebuild_fix, caller_package, cudnn_bound_fix, cut_advice, distinct,
-                    fixed_value, generic_fix, kernel_package, own_advice, own_fix, own_requirement, package_of,
-                    retired_fix, rule_fixes, shipped_by, with_caller)
+from .fixes import (MIXED_DTYPES_FIX, NOT_THE_KERNELS, another_install, arch_rebuild_fix, caller_package, cudnn_bound_fix,
+                    cut_advice, distinct, fixed_value, generic_fix, kernel_package, own_advice, own_fix, own_requirement,
+                    package_of, raising_package, retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
 from .reader import first_hits
 from .remedies import with_alternative
@@ -156,8 +156,17 @@ def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
         quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
         linked = _narrowed(entry.rules or (quoting if len(quoting) <= QUOTED_BY else ()), same, by_id)
         named = set(reading.framed or reading.backends) if not entry.backends else set()
+        if not entry.backends and not named and _raised_elsewhere(reading.lines, same[0].line):
+            linked = ()
         out[entry_id] = tuple(r for r in linked if r in by_id and named & set(by_id[r].backends)) if named else linked
     return out
+
+
+def _raised_elsewhere(lines: Sequence[str], line: int) -> bool:
+    """Whether a traceback frame shows the error rising in a package that is no attention backend (a SageAttention
+    build, a plugin's own kernel): a runtime's message there is none of the rules' symptom."""
+    package = raising_package(lines, line).split(".")[0].lower()
+    return bool(package) and package not in NOT_THE_KERNELS
 
 
 def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, Any]) -> tuple[str, ...]:
