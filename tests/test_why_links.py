@@ -90,6 +90,19 @@ def test_a_runtime_fault_in_a_kernel_the_text_names_is_not_an_advisory_of_anothe
     assert bare["cause"]["id"].startswith("ADV-")
 
 
+def test_an_advisory_quoting_the_runtimes_words_is_not_their_source_where_no_kernel_is_named(cli):
+    """ADV-FLASH-ATTN-2-273-WHEELS-NO-BLACKWELL's symptom is CUDA's 'no kernel image' line, which any kernel prints."""
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    bare = why(cli, "--", line)
+    assert bare["cause"]["id"] == "CUDA-NO-KERNEL-IMAGE"
+    advisory = next(c for c in bare["candidates"] if c["id"] == "ADV-FLASH-ATTN-2-273-WHEELS-NO-BLACKWELL")
+    assert not any("comes from it" in r for r in advisory["reasons"])
+    framed = why(cli, "--", '  File "/x/site-packages/flash_attn/flash_attn_interface.py", line 91, in _flash_attn_forward'
+                            "\n" + line)
+    advisory = next(c for c in framed["candidates"] if c["id"] == "ADV-FLASH-ATTN-2-273-WHEELS-NO-BLACKWELL")
+    assert any("comes from it" in r for r in advisory["reasons"])
+
+
 def test_of_two_libraries_printing_one_message_the_one_the_text_names_goes_first(cli):
     doc = why(cli, "--", "LlamaModel is using LlamaSdpaAttention, but `torch.nn.functional.scaled_dot_product_attention` "
                          "does not support `output_attentions=True`. Falling back to the manual attention implementation, "

@@ -144,7 +144,8 @@ def _own_message_first(out: list[Candidate], printed: set[str], errors: set[str]
 def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
     """The rules each message the text holds is the symptom of: those its entry names, else those whose symptom
     quotes its words (a library message read from the source, which an advisory's symptom cites); for a message any
-    kernel prints (the CUDA runtime's), only those about the backends the text names, where it names any."""
+    kernel prints (the CUDA runtime's), only those about the backends the text names, and none by quotation where it
+    names none."""
     hits: dict[str, list[Any]] = {}
     for hit in reading.hits:
         hits.setdefault(hit.entry.id, []).append(hit)
@@ -152,10 +153,12 @@ def _links(reading: Any, rules: Sequence[Any]) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for entry_id, same in hits.items():
         entry = same[0].entry
+        named = set(reading.framed or reading.backends) if not entry.backends else set()
         literal = entry.literals[0][0] if entry.indexed and not entry.rules and entry.literals else ""
         quoting = tuple(r.id for r in rules if literal in r.symptom) if len(literal) >= QUOTED_LITERAL else ()
+        if not (entry.backends or named):  # any kernel prints a runtime's words: an advisory quoting them is one of many
+            quoting = ()
         linked = _narrowed(entry.rules or (quoting if len(quoting) <= QUOTED_BY else ()), same, by_id)
-        named = set(reading.framed or reading.backends) if not entry.backends else set()
         if not entry.backends and not named and _raised_elsewhere(reading.lines, same[0].line):
             linked = ()
         out[entry_id] = tuple(r for r in linked if r in by_id and named & set(by_id[r].backends)) if named else linked
