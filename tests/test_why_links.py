@@ -120,6 +120,15 @@ def test_a_library_named_in_words_apart_is_named(cli):
     assert "the text names SageAttention" in doc["cause"]["reasons"][0]
 
 
+def test_of_two_libraries_printing_one_message_and_not_named_each_ones_fix_is_offered(cli):
+    """FlashInfer and SageAttention both print 'Unsupported head_dim: {}'; a line that names neither gets both fixes."""
+    doc = why(cli, "--", "ValueError: Unsupported head_dim: 512")
+    libraries = {doc["cause"]["id"].split("-")[0], *(c.split("-")[0] for c in doc["alternatives"])}
+    assert {"FLASHINFER", "SAGEATTENTION"} <= libraries
+    other = "SageAttention" if doc["cause"]["id"].startswith("FLASHINFER") else "FlashInfer"
+    assert any(f.startswith(f"where {other} printed it") for f in doc["cause"]["fixes"]), doc["cause"]["fixes"]
+
+
 def test_two_messages_of_one_library_are_not_told_apart_by_the_library_name_nearby(cli):
     text = ("No operator found for `memory_efficient_attention_forward` with inputs:\n"
             "query : shape=(1, 3136, 1, 512) (torch.float32)\n"

@@ -118,7 +118,22 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
         for at, rule_id in enumerate(linked):
             order[rule_id] = min(at, order.get(rule_id, at))
     out.sort(key=lambda c: (-c.score, c.kind != "advisory", order.get(c.id, len(order)), c.id))
-    return out
+    return _with_twins_fixes(out)
+
+
+def _with_twins_fixes(out: list[Candidate]) -> list[Candidate]:
+    """The first cause's fixes, then those of a message that another library prints word for word, read on the same
+    line at the same score: the text does not say which of the two printed it."""
+    from .index import LABELS
+
+    if not out or out[0].kind != "message":
+        return out
+    first, mine = out[0], out[0].id.rsplit("-", 1)[0].lower()
+    extra = [f"where {LABELS[library]} printed it (it prints the same words): {fix}"
+             for c in out[1:] for library in [c.id.rsplit("-", 1)[0].lower()]
+             if c.kind == "message" and c.lines == first.lines and c.score == first.score and library != mine
+             and library in LABELS for fix in c.fixes[:2]]
+    return [first._replace(fixes=tuple(dict.fromkeys((*first.fixes, *extra)))), *out[1:]] if extra else out
 
 
 def _given_backends(given: Sequence[str], result: Any) -> tuple[str, ...]:
