@@ -59,6 +59,10 @@ REAL_TEXTS = [
     ("CUDNN-8-LIBRARY-NOT-LOADED", "AlexeyAB/darknet#8601",
      "Could not load library libcudnn_ops_infer.so.8. Error: libcublas.so.11: cannot open shared object file: No such "
      "file or directory", {"library": "libcudnn_ops_infer.so.8", "missing": "libcublas.so.11"}),
+    ("BUILD-EXTENSION-COMPILE-FAILED", "lich99/ChatGLM-finetune-LoRA#17 (fixed by moving from gcc 4.8.5 to gcc 9)",
+     "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.", {}),
+    ("BUILD-EXTENSION-COMPILE-FAILED", "ArcticHare105/SPIN#12",
+     "```subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.```", {}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -360,6 +364,8 @@ NEAR_MISSES = [
      "libcudnn_ops.so}"),
     ("LOADER-CUDA-RUNTIME-MISSING", "Could not load library libnvrtc.so.12. Error: libnvrtc.so.12: cannot open shared "
      "object file: No such file or directory"),
+    ("BUILD-EXTENSION-COMPILE-FAILED", "subprocess.CalledProcessError: Command '['./ninja', '-v']' returned non-zero exit "
+     "status 1."),
     ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
      "xformers with `python setup.py develop`?"),
 ]
