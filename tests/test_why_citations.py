@@ -63,6 +63,8 @@ REAL_TEXTS = [
      "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.", {}),
     ("BUILD-EXTENSION-COMPILE-FAILED", "ArcticHare105/SPIN#12",
      "```subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.```", {}),
+    ("NVCC-SECOND-INPUT-FILE", "Ph0rk0z/SageAttention2#8 (spaces in the build paths on Windows)",
+     "nvcc fatal   : A single input file is required for a non-link phase when an outputfile is specified", {}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -366,6 +368,7 @@ NEAR_MISSES = [
      "object file: No such file or directory"),
     ("BUILD-EXTENSION-COMPILE-FAILED", "subprocess.CalledProcessError: Command '['./ninja', '-v']' returned non-zero exit "
      "status 1."),
+    ("NVCC-SECOND-INPUT-FILE", "A single input file is required for '--use-cubin (-use-cubin)'"),
     ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
      "xformers with `python setup.py develop`?"),
 ]
