@@ -65,6 +65,13 @@ REAL_TEXTS = [
      "```subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.```", {}),
     ("NVCC-SECOND-INPUT-FILE", "Ph0rk0z/SageAttention2#8 (spaces in the build paths on Windows)",
      "nvcc fatal   : A single input file is required for a non-link phase when an outputfile is specified", {}),
+    ("XFORMERS-BUILD-METADATA-MISSING", "facebookresearch/xformers#804",
+     "FileNotFoundError: [Errno 2] No such file or directory: '/opt/conda/lib/python3.10/site-packages/xformers/"
+     "cpp_lib.json'", {"path": "/opt/conda/lib/python3.10/site-packages/xformers/cpp_lib.json"}),
+    ("TRITON-LDCONFIG-NOT-FOUND", "triton-lang/triton#2878 (a micromamba environment)",
+     "FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig'", {"ldconfig": "ldconfig"}),
+    ("TRITON-LDCONFIG-NOT-FOUND", "sgl-project/sglang#1226 (the issue's title)",
+     "No such file or directory: '/sbin/ldconfig'", {"ldconfig": "/sbin/ldconfig"}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -369,6 +376,9 @@ NEAR_MISSES = [
     ("BUILD-EXTENSION-COMPILE-FAILED", "subprocess.CalledProcessError: Command '['./ninja', '-v']' returned non-zero exit "
      "status 1."),
     ("NVCC-SECOND-INPUT-FILE", "A single input file is required for '--use-cubin (-use-cubin)'"),
+    ("XFORMERS-BUILD-METADATA-MISSING", "FileNotFoundError: [Errno 2] No such file or directory: "
+     "'/x/site-packages/flash_attn/cpp_lib.json'"),
+    ("TRITON-LDCONFIG-NOT-FOUND", "FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig.real'"),
     ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
      "xformers with `python setup.py develop`?"),
 ]
