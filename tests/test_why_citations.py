@@ -72,6 +72,9 @@ REAL_TEXTS = [
      "FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig'", {"ldconfig": "ldconfig"}),
     ("TRITON-LDCONFIG-NOT-FOUND", "sgl-project/sglang#1226 (the issue's title)",
      "No such file or directory: '/sbin/ldconfig'", {"ldconfig": "/sbin/ldconfig"}),
+    ("PYTORCH-ATTENTION-OP-NOT-ON-DEVICE", "intel/torch-xpu-ops#3143",
+     "NotImplementedError: The operator 'aten::_scaled_dot_product_efficient_attention_backward' is not currently "
+     "implemented for the XPU device.", {"op": "scaled_dot_product_efficient_attention_backward", "device": "XPU"}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -379,6 +382,8 @@ NEAR_MISSES = [
     ("XFORMERS-BUILD-METADATA-MISSING", "FileNotFoundError: [Errno 2] No such file or directory: "
      "'/x/site-packages/flash_attn/cpp_lib.json'"),
     ("TRITON-LDCONFIG-NOT-FOUND", "FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig.real'"),
+    ("PYTORCH-ATTENTION-OP-NOT-ON-DEVICE", "NotImplementedError: The operator 'aten::_weight_norm_interface' is not "
+     "currently implemented for the MPS device."),
     ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
      "xformers with `python setup.py develop`?"),
 ]

@@ -110,3 +110,11 @@ def test_cudnn_not_finding_nvrtc_is_nvrtc_missing_not_an_extension_built_for_ano
     assert code == 0 and doc["cause"]["id"] == "CUDNN-NVRTC-NOT-LOADED"
     assert "LOADER-CUDA-RUNTIME-MISSING" not in {c["id"] for c in doc["candidates"]}
     assert any("nvidia-cuda-nvrtc-cu12" in f for f in doc["cause"]["fixes"])
+
+
+def test_an_attention_op_missing_on_a_device_names_its_kernel_backward_included(cli):
+    """intel/torch-xpu-ops#3143: the memory-efficient backward has no XPU kernel; the way out keeps that kernel out."""
+    code, doc, _ = ask(cli, "NotImplementedError: The operator 'aten::_scaled_dot_product_efficient_attention_backward' "
+                            "is not currently implemented for the XPU device.")
+    assert doc["cause"]["id"] == "PYTORCH-ATTENTION-OP-NOT-ON-DEVICE" and doc["cause"]["backends"] == ["sdpa-efficient"]
+    assert any("enable_mem_efficient_sdp(False)" in f for f in doc["cause"]["fixes"])

@@ -277,7 +277,7 @@ class _Collected:
     def _fact(self, target: str, raw: str, hit: Hit) -> None:
         if target == "backend":
             backend = (TE_BACKENDS.get(raw.split()[0]) or SDPA_BACKENDS.get(raw.lower()) or NODE_BACKENDS.get(raw)
-                       or OP_BACKENDS.get(raw))
+                       or OP_BACKENDS.get(raw.removesuffix("_backward")))
             if backend:
                 self.name((backend,))
             elif raw.lower().replace("-", "_") in FRAMEWORK_BACKENDS:
