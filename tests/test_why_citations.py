@@ -75,6 +75,14 @@ REAL_TEXTS = [
     ("PYTORCH-ATTENTION-OP-NOT-ON-DEVICE", "intel/torch-xpu-ops#3143",
      "NotImplementedError: The operator 'aten::_scaled_dot_product_efficient_attention_backward' is not currently "
      "implemented for the XPU device.", {"op": "scaled_dot_product_efficient_attention_backward", "device": "XPU"}),
+    ("MPS-NDARRAY-TOO-LARGE", "pytorch/pytorch#143859",
+     "/AppleInternal/Library/BuildRoots/b11baf73-9ee0-11ef-b7b4-7aebe1f78c73/Library/Caches/com.apple.xbs/Sources/"
+     "MetalPerformanceShaders/MPSCore/Types/MPSNDArray.mm:850: failed assertion `[MPSNDArray initWithDevice:descriptor:"
+     "isTextureBacked:] Error: total bytes of NDArray > 2**32'", {}),
+    ("MPS-NDARRAY-TOO-LARGE", "pytorch/pytorch#84039",
+     "AppleInternal/Library/BuildRoots/20d6c351-ee94-11ec-bcaf-7247572f23b4/Library/Caches/com.apple.xbs/Sources/"
+     "MetalPerformanceShaders/MPSCore/Types/MPSNDArray.mm:705: failed assertion '[MPSNDArray initWithDevice:descriptor:] "
+     "Error: product of dimension sizes > 2**31 '", {}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
