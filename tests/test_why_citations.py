@@ -83,6 +83,10 @@ REAL_TEXTS = [
      "AppleInternal/Library/BuildRoots/20d6c351-ee94-11ec-bcaf-7247572f23b4/Library/Caches/com.apple.xbs/Sources/"
      "MetalPerformanceShaders/MPSCore/Types/MPSNDArray.mm:705: failed assertion '[MPSNDArray initWithDevice:descriptor:] "
      "Error: product of dimension sizes > 2**31 '", {}),
+    ("PTXAS-UNKNOWN-GPU-NAME", "fishaudio/fish-speech#907 (RTX 5090)",
+     "subprocess.CalledProcessError: Command '['/home/eason/anaconda3/envs/fish-speech/lib/python3.10/site-packages/triton/"
+     "backends/nvidia/bin/ptxas', '-lineinfo', '-v', '--gpu-name=sm_120', '/tmp/tmpdy7phawp.ptx', '-o', "
+     "'/tmp/tmpdy7phawp.ptx.o']' returned non-zero exit status 255.", {"bundled_arch": "sm_120"}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),
@@ -392,6 +396,8 @@ NEAR_MISSES = [
     ("TRITON-LDCONFIG-NOT-FOUND", "FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig.real'"),
     ("PYTORCH-ATTENTION-OP-NOT-ON-DEVICE", "NotImplementedError: The operator 'aten::_weight_norm_interface' is not "
      "currently implemented for the MPS device."),
+    ("PTXAS-UNKNOWN-GPU-NAME", "subprocess.CalledProcessError: Command '['/x/triton/backends/nvidia/bin/ptxas', '-lineinfo', "
+     "'-v', '--gpu-name=sm_90a', '/tmp/a.ptx', '-o', '/tmp/a.ptx.o']' returned non-zero exit status 255."),
     ("XFORMERS-NO-SUCH-OPERATOR", "RuntimeError: No such operator torchvision::nms - did you forget to build "
      "xformers with `python setup.py develop`?"),
 ]
