@@ -87,6 +87,8 @@ REAL_TEXTS = [
      "subprocess.CalledProcessError: Command '['/home/eason/anaconda3/envs/fish-speech/lib/python3.10/site-packages/triton/"
      "backends/nvidia/bin/ptxas', '-lineinfo', '-v', '--gpu-name=sm_120', '/tmp/tmpdy7phawp.ptx', '-o', "
      "'/tmp/tmpdy7phawp.ptx.o']' returned non-zero exit status 255.", {"bundled_arch": "sm_120"}),
+    ("MPS-NDARRAY-TOO-LARGE", "kijai/ComfyUI-SUPIR#210 (SUPIR's cross-attention on Apple Silicon)",
+     "Invalid buffer size: 19.38 GiB", {"size": "19.38 GiB"}),
     ("PIP-UNINSTALLED-TORCH", "facebookresearch/xformers#752 (pip install xformers==0.0.19 over torch 2.0.1+cu118)",
      "  Attempting uninstall: torch\n    Found existing installation: torch 2.0.1+cu118\n    Uninstalling "
      "torch-2.0.1+cu118:\n      Successfully uninstalled torch-2.0.1+cu118", {"torch_version": "2.0.1+cu118"}),

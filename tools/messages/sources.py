@@ -31,6 +31,9 @@ _TRAIN_TEXT = re.compile(r"(attention|attn|\bflash(?![ _-]?(optim|ckpt|checkpoin
                          r"packing|padding.?free|capability|bfloat16)", re.I)
 """What of a training framework's checks is about attention: the implementation chosen, packing (which needs a
 varlen kernel), head sizes, windows, and the GPU features (capability, bf16) the kernels depend on."""
+_TRITON_DOT = re.compile(r"\b(first|second) input\b|\bdot\b|min_dot_size|input_precision|fp8e4b15|gfx942", re.I)
+"""Of triton's language checks, those of tl.dot: the matmuls of attention kernels written in Triton (FlexAttention's,
+SageAttention 1's, flash-linear-attention's), whose operand shapes and dtypes the checks state."""
 _GPU_DTYPE_TEXT = re.compile(r"bfloat16|compute capability", re.I)
 """A serving engine's check that the GPU takes the model's dtype (bf16 needs sm80): the attention kernels' dtype."""
 _VLLM_PLATFORM_TEXT = re.compile(_ATTN_TEXT.pattern + "|" + _GPU_DTYPE_TEXT.pattern, re.I)
@@ -287,8 +290,9 @@ SOURCES = [
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
         "include": [r"^triton/runtime/[^/]+\.py$", r"^triton/compiler/compiler\.py$", r"^triton/compiler\.py$",
+                    r"^triton/language/semantic\.py$",
                     r"^triton/code_gen\.py$"],
-        "text": {r"^triton/(compiler|code_gen)\.py$": _TRITON_RESOURCES},
+        "text": {r"^triton/(compiler|code_gen)\.py$": _TRITON_RESOURCES, r"^triton/language/semantic\.py$": _TRITON_DOT},
     },
 ]
 
