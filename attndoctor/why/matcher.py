@@ -53,7 +53,7 @@ line) beats one reason of one backend."""
 FALLBACK_OP = 0.4
 """Added to a reason xformers gives for its cutlass operator, the one that runs where no other does: the reasons of
 an operator the GPU or the build rules out anyway (fa3F before Hopper, an unbuilt flash op) are not what to fix."""
-_XFORMERS_OP = re.compile(r"^\s*`(?P<op>[\w@.\-]+)` is not supported because:")
+_XFORMERS_OP = re.compile(r"(?:^|\s)`(?P<op>[\w@.\-]+)` is not supported because:")
 RESEMBLED = -0.5
 """Added to a message the text holds only in other words (why.resemble): probably it, from a release not read."""
 RETIRED = -0.05
@@ -483,7 +483,7 @@ def _curated_lines(reading: Any) -> set[int]:
 def _xformers_op(lines: Sequence[str], number: int) -> str:
     """The operator whose list of reasons ("`cutlassF-pt` is not supported because:") a line belongs to."""
     for line in reversed(lines[max(0, number - 12):number - 1]):
-        found = _XFORMERS_OP.match(line)
+        found = _XFORMERS_OP.search(line)
         if found:
             return found.group("op")
     return ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import html
 import re
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
@@ -136,15 +137,43 @@ def read_source(text: str | None, log: str | None, stdin: Any) -> str:
 _REQUIREMENT = re.compile(r"(?i)\b(?:requires?|required|needs?|only (?:supports?|runs? on|works? on)|"
                           r"supported (?:only )?on|must (?:be|have)|at least)\b[^.;!?]*$")
 """Words that turn what follows on the line, up to the end of the sentence, into what a check accepts."""
-_TYPOGRAPHIC = str.maketrans("\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f", "\'\'\'\'\"\"\"\"")
-"""Quotes a web page or an editor made curly: libraries print straight ones."""
+_PASTED = str.maketrans({
+    **dict(zip("\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f", "\'\'\'\'\"\"\"\"")),
+    **dict.fromkeys("\u00a0\u2007\u2009\u200a\u202f\u3000", " "), **dict.fromkeys("\u200b\u200c\u200d\u2060\ufeff"),
+    **{0xFF01 + i: 0x21 + i for i in range(94)}})
+"""What a web page, a chat or an East Asian keyboard made of the characters a library printed: curly quotes,
+no-break and ideographic spaces, zero-width marks, full-width punctuation."""
+_COLOR = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+"""A terminal's color and title codes, which a log captured from a colored terminal keeps."""
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt|nbsp);")
+_DECORATION = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+"          # a CI runner's time stamp
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?: "  # journald / syslog
+    r"|[\w.\-]+-\d+\s+\| "                                            # docker compose's service-N |
+    r"|\[rank\d+\]:\s?"                                                # torchrun's rank tag
+    r"|\((?:\w+)(?:[ =,.:\w\-]*)?\) (?=\S)"                             # ray's and vLLM's process tag
+    r"|\[pod/[^\]]*\] "                                                # kubectl logs --prefix
+    r"|\d{1,4}: (?=\S)"                                                # srun --label
+    r")+")
+"""What a launcher or a log collector puts before each line a program printed: none of it says what went wrong,
+and checks that read a report's line from its start would miss it."""
+
+
+def as_printed(line: str) -> str:
+    """A pasted line with the characters its library printed: the paste's own additions taken back."""
+    if "\x1b" in line:
+        line = _COLOR.sub("", line)
+    if "&" in line:
+        line = _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\n", " "), line)
+    line = line.translate(_PASTED)
+    return _DECORATION.sub("", line, count=1)
 
 
 def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     """Find every catalogue message in the text and collect the facts they give (higher priority, then first, wins)."""
     if not text.strip():
         raise UsageError("the text is empty; give the error message, a log (--log FILE) or pipe one in")
-    lines = tuple(line[:MAX_LINE].translate(_TYPOGRAPHIC) for line in text.splitlines())
+    lines = tuple(as_printed(line[:MAX_LINE]) for line in text.splitlines())
     entries = tuple(catalogue)
     hits = _find_hits(lines, entries)
     from .resemble import resembling_hits
@@ -178,9 +207,11 @@ def _find_hits(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> l
     for number, entry in _candidate_lines(lines, entries):
         found = False
         for match in entry.pattern.finditer(lines[number - 1]):
-            groups = {k: v for k, v in match.groupdict().items() if v is not None}
-            hits.append(Hit(entry, number, match.group(0).strip(), groups, span=match.span(),
-                            literal=_own_words(match)))
+            groups = {k: v.strip() for k, v in match.groupdict().items() if v is not None}
+            text = match.group(0)
+            # a message opening with a placeholder matches the line's indentation too: its span is the message's
+            start, end = match.start() + len(text) - len(text.lstrip()), match.end() - len(text) + len(text.rstrip())
+            hits.append(Hit(entry, number, text.strip(), groups, span=(start, end), literal=_own_words(match)))
             found = True
         if not found and entry.literals and entry.kind != "fact":
             hit = _wrapped_hit(lines, number, entry)

@@ -1,0 +1,81 @@
+"""A text pasted through a web page, a chat, a notebook or a colored terminal gives the answer its plain form gives:
+the characters those add (no-break spaces, zero-width marks, HTML entities, full-width punctuation, color codes,
+indentation) are not the library's words."""
+
+from __future__ import annotations
+
+import functools
+import html
+
+import pytest
+
+from attndoctor.why.catalogue import load_catalogue
+from attndoctor.why.reader import read_text
+
+from test_why import CORPUS, answer
+
+FORMS = {
+    "no-break spaces (a web page, a chat)": lambda t: t.replace(" ", "\u00a0"),
+    "narrow no-break and ideographic spaces": lambda t: t.replace(" ", "\u202f", 3).replace(" ", "\u3000", 3),
+    "zero-width spaces (a chat's line breaking)": lambda t: t.replace("_", "_\u200b").replace(".", ".\u200b"),
+    "HTML entities (a page's source, an e-mail)": lambda t: html.escape(t),
+    "full-width punctuation (an East Asian keyboard)": lambda t: t.replace(":", "\uff1a", 1).replace("(", "\uff08"),
+    "color codes around words": lambda t: t.replace("Error", "\x1b[1;31mError\x1b[0m").replace(": ", "\x1b[0m: "),
+    "indentation": lambda t: "\n".join("    " + line for line in t.splitlines()),
+    "torchrun's rank tags": lambda t: "\n".join("[rank0]:[rank0]: " + line for line in t.splitlines()),
+    "docker compose's service column": lambda t: "\n".join("vllm-openai-1  | " + line for line in t.splitlines()),
+    "a CI runner's time stamps": lambda t: "\n".join("2026-05-01T12:00:00.1234567Z " + line for line in t.splitlines()),
+    "ray's process tags": lambda t: "\n".join("(RayWorkerWrapper pid=1234, ip=10.0.0.1) " + line
+                                               for line in t.splitlines()),
+}
+
+FLASHINFER = ("flashinfer-cubin version (0.6.13) does not match flashinfer version (0.6.14). Please install the same "
+              "version of both packages. Set FLASHINFER_DISABLE_VERSION_CHECK=1 to bypass this check.")
+"""vllm-project/vllm#49804's text (the corpus's tuning half): a message whose first word is a placeholder
+({distribution} version ...) and whose other wordings begin with a literal."""
+
+XFORMERS = ("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+            "     query       : shape=(1, 4096, 12, 128) (torch.bfloat16)\n"
+            "     attn_bias   : <class 'NoneType'>\n"
+            "`fa2F@v2.5.7-pt` is not supported because:\n"
+            "    requires device with capability > (8, 0) but your GPU has capability (7, 0) (too old)\n"
+            "    bf16 is only supported on A100+ GPUs\n"
+            "`cutlassF-pt` is not supported because:\n"
+            "    bf16 is only supported on A100+ GPUs")
+"""xformers' list of refusals per operator (the corpus's tuning half, trellis.2-23): which operator a reason belongs
+to is read from the header above it."""
+
+TEXTS = [(case[0], case[1], case[2]) for case in CORPUS] + [("flashinfer's version check", FLASHINFER, {}),
+                                                              ("xformers' refusals", XFORMERS, {"gpu": "V100"})]
+
+
+@functools.cache
+def plain_cause(index):
+    source, text, flags = TEXTS[index]
+    cause = answer(text, **flags).cause
+    return cause and cause.id
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_pasted_form_gives_the_plain_texts_answer(form):
+    changed = []
+    for index, (source, text, flags) in enumerate(TEXTS):
+        pasted = answer(FORMS[form](text), **flags).cause
+        if plain_cause(index) != (pasted and pasted.id):
+            changed.append(f"{source}: {plain_cause(index)} -> {pasted and pasted.id}")
+    assert not changed, changed
+
+
+def test_a_report_a_launcher_prefixed_still_gives_its_facts():
+    report = "PyTorch version: 2.5.1+cu124\nCUDA used to build PyTorch: 12.4\nPython version: 3.11.9 (main)"
+    plain = {k: f.value for k, f in read_text(report, load_catalogue()).facts.items()}
+    assert {"torch", "cuda", "python"} <= set(plain)
+    for prefix in ("[rank0]: ", "trainer-1  | ", "May 01 12:00:00 node7 python[4411]: ", "0: "):
+        decorated = "\n".join(prefix + line for line in report.splitlines())
+        assert {k: f.value for k, f in read_text(decorated, load_catalogue()).facts.items()} == plain, prefix
+
+
+def test_html_entities_are_read_only_where_the_text_has_them():
+    """A C++ template's '&&' or a shell's '&' are the library's own characters, not an entity."""
+    text = ("RuntimeError: FlashAttention only supports Ampere GPUs or newer. && echo done; a &lt b")
+    assert answer(text).cause.id == answer(text.replace("&lt", "&lt;")).cause.id
