@@ -10,6 +10,21 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "AUTOMATIC1111/stable-diffusion-webui#7198 (--reinstall-torch)",
+     'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\Users\\User\\\\AI\\stable-'
+     'diffusion-webui\\venv\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.',
+     {"winerror": "126", "dll": "cudnn_cnn_infer64_8.dll"}),
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "erprogs/CViT#16 (a Chinese Windows; the CUDA environment set up again)",
+     'OSError: [WinError 127] \u627e\u4e0d\u5230\u6307\u5b9a\u7684\u7a0b\u5e8f\u3002 Error loading "E:\\BIANCHENG\\'
+     'Anaconda\\envs\\pytorch\\lib\\sitepackages\\torch\\lib\\cudnn_adv_infer64_8.dll" or one of its dependencies.',
+     {"winerror": "127", "dll": "cudnn_adv_infer64_8.dll"}),
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "nagadomi/nunif#701 (install the latest Visual C++ Redistributable)",
+     '[WinError 1114] A dynamic link library (DLL) initialization routine failed. Error loading "...\\c10.dll" or one of '
+     'its dependencies.', {"winerror": "1114", "dll": "c10.dll"}),
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "vladmandic/sdnext#2332 (a paste that lost the path's opening quote)",
+     'OSError: [WinError 126] The specified module cannot be found. Error loading ...stable\\automatic\\venv\\lib\\'
+     'site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.',
+     {"winerror": "126", "dll": "cudnn_cnn_infer64_8.dll"}),
     ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "sgl-project/sglang#8131 (sgl-kernel built with green contexts, a CUDA 12.4 "
      "driver)", "ImportError: /opt/conda/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: "
      "cuGreenCtxStreamCreate", {"symbol": "cuGreenCtxStreamCreate"}),
@@ -343,6 +358,9 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "OSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed"),
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "Could not load library cudnn_ops_infer64_8.dll. Error code 126"),
+    ("TORCH-WINDOWS-DLL-NOT-LOADED", "OSError: [WinError 2] The system cannot find the file specified: 'C:\\x\\lib\\bin'"),
     ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "undefined symbol: cudaGetDriverEntryPointByVersion, version libcudart.so.12"),
     ("LOADER-CUDA-DRIVER-SYMBOL-MISSING", "libtorch_cuda.so: undefined symbol: cublasLtMatmulDescCreate"),
     ("NVCC-UNSUPPORTED-HOST-COMPILER", "nvcc fatal   : Unsupported gpu architecture 'compute_120'"),
