@@ -111,6 +111,25 @@ def test_a_bare_illegal_memory_access_is_ambiguous_between_backends_bugs(cli):
     assert doc["verdict"] == "ambiguous"
 
 
+VLLM_IMA = ("(Worker_TP7 pid=380351) ERROR 04-28-2026-15:50:31.931 [multiproc_executor.py:706] torch.AcceleratorError: "
+            "CUDA error: an illegal memory access was encountered\n(Worker_TP7 pid=380351) ERROR 04-28-2026-15:50:31.931 "
+            "[multiproc_executor.py:706] Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
+"""ovg-project/kvcached#321: a vLLM worker's fault (FlashInfer's KV layout under kvcached), in vLLM's log form."""
+
+
+@pytest.mark.parametrize("text", ["RuntimeError: CUDA error: an illegal memory access was encountered.", VLLM_IMA])
+def test_a_runtime_error_that_names_no_backend_is_not_pinned_on_one_backends_bug(cli, text):
+    """Any kernel can end in the CUDA runtime's words: the known bugs of four backends that do are what to check,
+    not the likely cause, until the facts meet one of them."""
+    doc = why(cli, text)
+    assert doc["cause"]["id"] == "CUDA-ILLEGAL-MEMORY-ACCESS"
+    assert "ADV-TE-FUSED-BWD-CUDAGRAPH-SKV-NOT-MULT128-IMA" in doc["alternatives"]
+    assert doc["verdict"] == "ambiguous"
+    held = why(cli, text, "--te", "2.4.0", "--cudnn", "9.10.2", "--train", "--seqlen-kv", "1000", "--dtype", "bf16",
+               "--layout", "bshd", "--mask", "causal", "--gpu", "H100")
+    assert held["cause"]["id"] == "ADV-TE-FUSED-BWD-CUDAGRAPH-SKV-NOT-MULT128-IMA"
+
+
 UNSLOTH_1856 = "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n    PyTorch 2.6.0+cu124 with CUDA 1204 (you have 2.8.0.dev20250331+cu128)\n    Python  3.10.16 (you have 3.10.12)\n  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n  Set XFORMERS_MORE_DETAILS=1 for more details\n🦥 Unsloth Zoo will now patch everything to make training faster!\nINFO 04-01 10:35:40 [__init__.py:239] Automatically detected platform cuda.\n==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.50.3. vLLM: 0.8.3.dev162+g8af5a5c4.d20250401.cu128.\n   \\\\   /|    NVIDIA GeForce RTX 5090. Num GPUs = 1. Max memory: 31.367 GB. Platform: Linux.\nO^O/ \\_/ \\    Torch: 2.8.0.dev20250331+cu128. CUDA: 12.0. CUDA Toolkit: 12.8. Triton: 3.3.0\n\\        /    Bfloat16 = TRUE. FA [Xformers = None. FA2 = False]"
 """unslothai/unsloth#1856: xformers built for another torch, pasted with unsloth's start-up banner."""
 

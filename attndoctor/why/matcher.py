@@ -77,6 +77,10 @@ INSTALL_UNSHOWN = 1.0
 QUOTED_LITERAL, QUOTED_BY = 20, 2
 """A library message whose words (at least this many characters) the symptoms of at most this many rules quote is
 their symptom, as if they named it; one that many rules quote (triton's "out of resource") is too common to say which."""
+SHARED_LINK = 2 / 3
+"""The share of LINK a rule gets from a message any kernel prints (the CUDA runtime's) that also links known bugs of
+other libraries' kernels, where the text names none of them: one of several that end this way, it stays beside the
+message (within why.service.CLOSE of it) rather than above it."""
 CAUSE_AT = 3.0
 """The score from which the best candidate is named the likely cause (exit 0)."""
 CONSIDER_AT = 0.35
@@ -98,11 +102,15 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     links = _links(reading, rules)
     own = {v.backend.id: frozenset(r for r in v.backend.requires if r != "torch") for v in result.all_verdicts}
     dispatched = frozenset(b for selection in result.selected for b in selection.order)
-    out = _rule_candidates(reading, rules, found, similarity, windows, links, own, dispatched)
-    best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
+    by_id = {r.id: r for r in rules}
+    shared = {r for h in reading.hits if _one_of_many(h.entry, links.get(h.entry.id, ()), by_id,
+                                                      set(reading.framed or reading.backends), packages)
+              for r in links.get(h.entry.id, ())}
+    out = _rule_candidates(reading, rules, found, similarity, windows, links, own, dispatched, shared)
+    best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     fallback = _given_backends(given, result)
-    out.extend(_message_candidates(reading, {r.id: r for r in rules}, found, best_rule, links, packages, fallback, cudnn))
+    out.extend(_message_candidates(reading, by_id, found, best_rule, links, packages, fallback, cudnn))
     out.extend(_install_candidates(install_findings, reading, windows))
     out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
                              {h.entry.id for h in reading.hits
@@ -198,7 +206,7 @@ def _narrowed(linked: tuple[str, ...], hits: Sequence[Any], by_id: Mapping[str, 
 def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tuple[Any, Any]],
                      similarity: Similarity, windows: Sequence[set[str]],
                      links: Mapping[str, tuple[str, ...]], own: Mapping[str, frozenset[str]],
-                     dispatched: frozenset[str]) -> list[Candidate]:
+                     dispatched: frozenset[str], shared: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
     """The rules and advisories the text points at: by a message they explain, their symptom's words, or a bare
     failure of their backend that their refusal explains (`dispatched`: the backends a framework selects among)."""
     linked: dict[str, list[int]] = {}
@@ -222,16 +230,20 @@ def _rule_candidates(reading: Any, rules: Sequence[Any], found: Mapping[str, tup
             continue
         out.append(_rule_candidate(rule, sim, pair, sorted(set(linked.get(rule.id, ()))), refused,
                                    specifics.get(rule.id, set()), named,
-                                   frozenset().union(*(own.get(b, ()) for b in rule.backends))))
+                                   frozenset().union(*(own.get(b, ()) for b in rule.backends)), rule.id in shared))
     return out
 
 
 def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: Sequence[int],
                     refused: Sequence[tuple[int, int]], specifics: set[str], named: set[str],
-                    packages: frozenset[str] = frozenset()) -> Candidate:
+                    packages: frozenset[str] = frozenset(), shared: bool = False) -> Candidate:
     """One rule as a candidate: its score and the reasons for it."""
     score, reasons = 0.0, []
-    if lines:
+    if lines and shared:
+        score += LINK * SHARED_LINK
+        reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} can come from it, as from known bugs of "
+                       "other libraries' kernels, and the text names none of them")
+    elif lines:
         score += LINK
         reasons.append(f"the message on line {', '.join(map(str, lines[:3]))} comes from it")
     elif refused:
@@ -299,7 +311,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             continue
         linked = links.get(entry.id, entry.rules)
         live = [r for r in linked if r in found]
-        if linked and live and not entry.fix:
+        if linked and live and not entry.fix and not _one_of_many(entry, live, by_id, named, packages):
             continue  # a rule the facts leave open speaks for the message, with its own fix
         ruled_out = [r for r in linked if r in by_id and set(by_id[r].backends) & evaluated] if not live else []
         if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
@@ -354,6 +366,15 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
                              title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
                              references=entry.source, lines=(hit.line,), topics=topics))
     return out
+
+
+def _one_of_many(entry: Any, live: Sequence[str], by_id: Mapping[str, Any], named: set[str],
+                 packages: Mapping[str, str]) -> bool:
+    """Whether a message any kernel prints (the CUDA runtime's) has rules about several libraries' kernels left open
+    and the text names none of them: each is a known bug to check, and the message itself stays the cause."""
+    if entry.backends or named:
+        return False
+    return len({packages.get(b) or b for r in live if r in by_id for b in by_id[r].backends}) > 1
 
 
 def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:

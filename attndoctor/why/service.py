@@ -49,9 +49,11 @@ class WhyAnswer(NamedTuple):
         known = set(cause.topics) - {"other"}
         if known and any(set(c.topics) - {"other"} and not set(c.topics) & known for c in self.alternatives):
             return True
-        return cause.kind == "advisory" and any(
-            c.kind == "advisory" and c.backends and cause.backends and not set(c.backends) & set(cause.backends)
-            for c in self.alternatives)
+        bugs = [set(c.backends) for c in self.alternatives if c.kind == "advisory" and c.backends]
+        if cause.kind == "advisory":
+            return bool(cause.backends) and any(not b & set(cause.backends) for b in bugs)
+        # a runtime's message that names no kernel, beside known bugs of several backends that end in it
+        return not cause.backends and any(not a & b for a in bugs for b in bugs)
 
     @property
     def verdict(self) -> str:
