@@ -490,3 +490,21 @@ def test_only_refuses_to_drop_a_release_the_last_build_read(monkeypatch, tmp_pat
     assert _run_build(monkeypatch, tmp_path, out, "--only", "demo-wheels") == 2
     assert "wheel:demo-0.9" in capsys.readouterr().err
     assert (out / "flash-attn.jsonl").read_text(encoding="utf-8") == '{"id": "flash-attn-000000000000"}\n'
+
+
+def test_a_condition_is_told_apart_as_what_the_check_requires_or_what_makes_it_fail():
+    """`assert cond` and TORCH_CHECK(cond) print when cond is false; `if cond: raise`, `if (cond) throw` and
+    cudnn-frontend's RETURN_CUDNN_FRONTEND_ERROR_IF(cond, ...) when it is true: the meaning `why` prints follows it."""
+    from attndoctor.why.index import meaning_of
+    from tools.messages import extract_py
+
+    raws, _ = extract_py.extract("def f(d):\n    assert d <= 256, 'head dim too large for this kernel'\n"
+                                 "    if d % 8:\n        raise ValueError('head dim must be a multiple of eight')\n")
+    assert [(r.condition, r.trigger) for r in raws] == [("d <= 256", False), ("d % 8", True)]
+    raws, _ = extract('void f(int d) {\n  TORCH_CHECK(d <= 256, "FlashAttention forward only supports head dimension '
+                      'at most 256");\n  if (d % 8 != 0) { throw std::runtime_error("head dim must be a multiple of '
+                      'eight"); }\n  RETURN_CUDNN_FRONTEND_ERROR_IF(d > 256, error_code_t::GRAPH_NOT_SUPPORTED, '
+                      '"Num hidden_dim should be less than or equal to 256");\n}\n')
+    assert [(r.condition, r.trigger) for r in raws] == [("d <= 256", False), ("d % 8 != 0", True), ("d > 256", True)]
+    assert meaning_of({"library": "pytorch", "condition": "d <= 256"}).endswith("its check `d <= 256` failed")
+    assert meaning_of({"library": "cudnn-frontend", "condition": "d > 256", "trigger": True}).endswith("when `d > 256`")

@@ -208,6 +208,8 @@ def meaning_of(record: Mapping[str, Any]) -> str:
     """One line: who prints the message and the check behind it."""
     label = LABELS.get(record["library"], record["library"])
     condition = " ".join(str(record.get("condition") or "").split())
+    if condition and record.get("trigger"):
+        return f"{label} printed this when `{condition[:160]}`"
     if condition:
         return f"{label} printed this when its check `{condition[:160]}` failed"
     return f"{label} prints this {KIND_OF.get(record.get('kind', ''), 'message')}"

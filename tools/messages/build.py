@@ -190,6 +190,8 @@ class Index:
             e["_files"] = {(s[1]["repo"], s[1]["path"]) for s in srcs if s[0] == last[0]}
             e["sources"] = [first[1]] if first[1] == last[1] else [first[1], last[1]]
             e["condition"] = last[2].condition
+            if last[2].trigger:
+                e["trigger"] = True
             e["kind"] = last[2].kind
             e["text"] = last[2].text
             e["releases"] = sorted(e["releases"], key=_vkey)
@@ -225,7 +227,8 @@ def _vkey(v: str):
         return (1, v)
 
 
-ORDER = ["id", "library", "kind", "template", "pattern", "facts", "condition", "backend", "sources", "releases", "retired",
+ORDER = ["id", "library", "kind", "template", "pattern", "facts", "condition", "trigger", "backend", "sources", "releases",
+         "retired",
          "text"]
 
 

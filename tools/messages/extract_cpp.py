@@ -46,6 +46,8 @@ MACROS = {
     "TVM_FFI_ICHECK_GE": ("error", 0, None),
     "TVM_FFI_THROW": ("error", None, None),
 }
+_ERROR_IF = {"RETURN_CUDNN_FRONTEND_ERROR_IF"}
+"""Checks whose condition is what makes them fail; the others' is what they require."""
 _C10_STR = {"TORCH_CHECK", "TORCH_CHECK_VALUE", "TORCH_CHECK_TYPE", "TORCH_CHECK_INDEX", "TORCH_CHECK_NOT_IMPLEMENTED",
             "TORCH_INTERNAL_ASSERT", "TORCH_WARN", "TORCH_WARN_ONCE", "AT_ERROR"}
 """c10::str joins these macros' arguments as they are: a `%d` in their literal prints as `%d`, the value after it."""
@@ -485,7 +487,8 @@ def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
             cond = _enclosing_if(source, masked, m.start())
         l0, l1 = line_of(m.start()), line_of(close)
         text = "\n".join(src_lines[l0 - 1:l1]).strip()[:300]
-        raw = Raw(kind=kind, parts=parts, condition=cond, text=text, line=l0)
+        raw = Raw(kind=kind, parts=parts, condition=cond, text=text, line=l0,
+                  trigger=bool(cond) and (name in _ERROR_IF or cond_i is None or cond_i >= len(args)))
         fm = None
         for fm in _FUNC.finditer(masked, max(0, m.start() - 20000), m.start()):
             pass
@@ -501,8 +504,9 @@ def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
             skipped["only placeholders"] = skipped.get("only placeholders", 0) + 1
             continue
         l0, l1 = line_of(m.start()), line_of(b)
-        raw = Raw(kind="error", parts=parts, condition=_enclosing_if(source, masked, _stmt_start(masked, m.start())),
-                  text="\n".join(src_lines[l0 - 1:l1]).strip()[:300], line=l0)
+        cond = _enclosing_if(source, masked, _stmt_start(masked, m.start()))
+        raw = Raw(kind="error", parts=parts, condition=cond, text="\n".join(src_lines[l0 - 1:l1]).strip()[:300], line=l0,
+                  trigger=bool(cond))
         out.append(raw)
     return out, skipped
 

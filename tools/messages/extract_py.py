@@ -281,7 +281,8 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
             skipped["only placeholders"] = skipped.get("only placeholders", 0) + 1
             return
         cond = condition if condition is not None else _condition(stack, n)
-        raw = Raw(kind=kind, parts=parts, condition=cond, text=text_of(n), line=n.lineno)
+        raw = Raw(kind=kind, parts=parts, condition=cond, text=text_of(n), line=n.lineno,
+                  trigger=condition is None and bool(cond))
         raw.scope = [a.name for a in stack if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         out.append(raw)
 

@@ -59,6 +59,8 @@ class Raw:
     condition: str
     text: str
     line: int
+    trigger: bool = False
+    """The condition is what makes the library print it (`if cond: raise`), not what it requires (`assert cond`)."""
     backend: list = field(default_factory=list)
     scope: list = field(default_factory=list)
 
