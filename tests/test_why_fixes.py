@@ -512,3 +512,20 @@ def test_torch_missing_while_pip_builds_a_package_offers_turning_build_isolation
     code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
     fixes = json.loads(out)["cause"]["fixes"]
     assert any("--no-build-isolation" in f and "pip install torch --no-build-isolation" not in f for f in fixes)
+
+
+COMFYUI_15135 = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 45.64 GiB.\n  ...\n"
+                 "  comfy/text_encoders/llama.py   self_attn -> optimized_attention(..., mask=attention_mask, "
+                 "enable_gqa=True)\n  comfy/ldm/modules/attention.py attention_pytorch\n"
+                 "  comfy/ops.py                   scaled_dot_product_attention(..., attn_mask=mask, enable_gqa=True)")
+"""Comfy-Org/ComfyUI#15135 (the corpus's tuning half): a masked grouped-query SDPA call that no fused kernel takes."""
+
+
+def test_an_out_of_memory_in_sdpa_is_not_answered_by_turning_a_fused_kernel_off():
+    """Keeping flash or memory-efficient attention out of the call only sends it to the math path, which holds the
+    whole score matrix; the way out is a call a fused kernel takes."""
+    from test_why import answer
+
+    fixes = answer(COMFYUI_15135).cause.fixes
+    assert not any(f.startswith(("disable SDPA's flash", "disable SDPA's memory-efficient")) for f in fixes), fixes
+    assert any("repeat_interleave" in f and "enable_gqa" in f for f in fixes), fixes

@@ -77,6 +77,8 @@ INSTALL_UNSHOWN = 1.0
 QUOTED_LITERAL, QUOTED_BY = 20, 2
 """A library message whose words (at least this many characters) the symptoms of at most this many rules quote is
 their symptom, as if they named it; one that many rules quote (triton's "out of resource") is too common to say which."""
+WHOLE_SCORES = frozenset({"sdpa-math", "te-unfused"})
+"""The attention paths that build the whole score matrix: where memory runs out, the ones to move the call off."""
 SHARED_LINK = 2 / 3
 """The share of LINK a rule gets from a message any kernel prints (the CUDA runtime's) that also links known bugs of
 other libraries' kernels, where the text names none of them: one of several that end this way, it stays beside the
@@ -358,7 +360,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             backends, packages), lambda: tuple(dict.fromkeys((
             *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
                 entry, topics, backends, line, packages, reading.framed)))))),
-            () if entry.summary else backends, entry.library)  # a summary names no one backend to keep out
+            () if entry.summary else _kept_out(backends, topics), entry.library)  # a summary names no one backend
         fixes = fixes[:1] if fixes[:1] == (MIXED_DTYPES_FIX,) else (  # mixed dtypes: every backend refuses them
             *arch_rebuild_fix(entry, reading.lines, hit.line),
             *(cudnn_bound_fix(entry.note, cudnn) if entry.indexed else ()), *fixes, *retired_fix(entry))
@@ -366,6 +368,12 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
                              title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
                              references=entry.source, lines=(hit.line,), topics=topics))
     return out
+
+
+def _kept_out(backends: Sequence[str], topics: Sequence[str]) -> tuple[str, ...]:
+    """The backends whose remedy to offer beside a message's fix: for running out of memory, only the paths that hold
+    the whole score matrix (keeping a fused kernel out sends the call to them)."""
+    return tuple(b for b in backends if b in WHOLE_SCORES) if "oom" in topics else tuple(backends)
 
 
 def _one_of_many(entry: Any, live: Sequence[str], by_id: Mapping[str, Any], named: set[str],
