@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 
 import pytest
 
@@ -27,6 +28,7 @@ FORMS = {
     "a CI runner's time stamps": lambda t: "\n".join("2026-05-01T12:00:00.1234567Z " + line for line in t.splitlines()),
     "ray's process tags": lambda t: "\n".join("(RayWorkerWrapper pid=1234, ip=10.0.0.1) " + line
                                                for line in t.splitlines()),
+    "a JSON log record's escaped string": lambda t: '{"level": "ERROR", "message": ' + json.dumps(t) + "}",
 }
 
 FLASHINFER = ("flashinfer-cubin version (0.6.13) does not match flashinfer version (0.6.14). Please install the same "

@@ -159,6 +159,19 @@ _DECORATION = re.compile(
 and checks that read a report's line from its start would miss it."""
 
 
+_ESCAPE = re.compile(r'\\(?:r\\n|[nt"\\/])')
+_ESCAPED = {"\\n": "\n", "\\r\\n": "\n", "\\t": "\t", '\\"': '"', "\\\\": "\\", "\\/": "/"}
+
+
+def _unescaped(text: str) -> str:
+    """A log record that carries the program's output as one escaped string (a JSON log line, a repr) as the lines
+    the program printed; a text with more real line breaks than escaped ones is left as it is."""
+    escaped = text.count("\\n")
+    if escaped < 2 or escaped <= text.count("\n"):
+        return text
+    return _ESCAPE.sub(lambda m: _ESCAPED[m.group(0)], text)
+
+
 def as_printed(line: str) -> str:
     """A pasted line with the characters its library printed: the paste's own additions taken back."""
     if "\x1b" in line:
@@ -173,7 +186,7 @@ def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
     """Find every catalogue message in the text and collect the facts they give (higher priority, then first, wins)."""
     if not text.strip():
         raise UsageError("the text is empty; give the error message, a log (--log FILE) or pipe one in")
-    lines = tuple(as_printed(line[:MAX_LINE]) for line in text.splitlines())
+    lines = tuple(as_printed(line[:MAX_LINE]) for line in _unescaped(text).splitlines())
     entries = tuple(catalogue)
     hits = _find_hits(lines, entries)
     from .resemble import resembling_hits
