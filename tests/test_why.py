@@ -331,3 +331,13 @@ def test_of_libraries_that_print_a_message_word_for_word_one_still_printing_it_w
     at v2.6.3 (retired from 2.7.4): with no version given, the current release's check is the likelier source."""
     got = answer("RuntimeError: This flash attention build does not support headdim not being a multiple of 32.")
     assert got.cause is not None and got.cause.id == "FLASH-ATTN-6A94AB9F07FD"
+
+
+def test_a_failed_compiler_command_names_the_build_and_yields_to_the_compilers_own_error():
+    """setuptools' 'error: command '.../nvcc' failed with exit code N' only reports that nvcc stopped (a build without
+    ninja): alone it is the cause, after the compiler's own error (thu-ml/SageAttention#246) that error is."""
+    line = "error: command '/opt/cuda/bin/nvcc' failed with exit code 255"
+    alone = answer(line).cause
+    assert alone is not None and alone.id == "BUILD-COMPILER-COMMAND-FAILED"
+    after = answer('92 errors detected in the compilation of "csrc/qattn/qk_int_sv_f16_cuda_sm80.cu".\n' + line).cause
+    assert after is not None and after.id == "NVCC-BUILD-COMPILE-ERROR"

@@ -10,6 +10,11 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("BUILD-COMPILER-COMMAND-FAILED", "Dao-AILab/flash-attention#298 (no ninja: the distutils backend runs nvcc itself)",
+     "error: command '/opt/conda/bin/nvcc' failed with exit code 255", {"command": "/opt/conda/bin/nvcc"}),
+    ("BUILD-COMPILER-COMMAND-FAILED", "Dao-AILab/flash-attention#639 (a cluster's CUDA 11.7 module)",
+     "error: command '/opt/linux/centos/8.x/x86_64/pkgs/cuda/11.7/bin/nvcc' failed with exit code 1",
+     {"command": "/opt/linux/centos/8.x/x86_64/pkgs/cuda/11.7/bin/nvcc"}),
     ("TORCH-WINDOWS-DLL-NOT-LOADED", "AUTOMATIC1111/stable-diffusion-webui#7198 (--reinstall-torch)",
      'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\Users\\User\\\\AI\\stable-'
      'diffusion-webui\\venv\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.',
@@ -358,6 +363,8 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("BUILD-COMPILER-COMMAND-FAILED", "error: command 'git' failed with exit code 128"),
+    ("BUILD-COMPILER-COMMAND-FAILED", "error: subprocess-exited-with-error"),
     ("TORCH-WINDOWS-DLL-NOT-LOADED", "OSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed"),
     ("TORCH-WINDOWS-DLL-NOT-LOADED", "Could not load library cudnn_ops_infer64_8.dll. Error code 126"),
     ("TORCH-WINDOWS-DLL-NOT-LOADED", "OSError: [WinError 2] The system cannot find the file specified: 'C:\\x\\lib\\bin'"),
