@@ -122,7 +122,8 @@ def test_a_runtime_error_that_names_no_backend_is_not_pinned_on_one_backends_bug
     """Any kernel can end in the CUDA runtime's words: the known bugs of four backends that do are what to check,
     not the likely cause, until the facts meet one of them."""
     doc = why(cli, text)
-    assert doc["cause"]["id"] == "CUDA-ILLEGAL-MEMORY-ACCESS"
+    assert doc["cause"]["id"] == "CUDA-ILLEGAL-MEMORY-ACCESS" and doc["cause"]["topics"] == ["other"]
+    assert doc["cause"]["fixes"][0].startswith("rerun with CUDA_LAUNCH_BLOCKING=1")  # not the bugs' upgrades
     assert "ADV-TE-FUSED-BWD-CUDAGRAPH-SKV-NOT-MULT128-IMA" in doc["alternatives"]
     assert doc["verdict"] == "ambiguous"
     held = why(cli, text, "--te", "2.4.0", "--cudnn", "9.10.2", "--train", "--seqlen-kv", "1000", "--dtype", "bf16",

@@ -306,15 +306,13 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         entry = hit.entry
         if entry.kind == "fact" or entry.indexed and hit.line in curated:
             continue
-        if entry.rules and not entry.backends:  # a runtime's message: only the rules of the kernels the text names
-            entry = entry._replace(rules=links.get(entry.id, entry.rules))
+        standing = _standing(entry, links, found, by_id, named, packages)
+        if standing is None:
+            continue
+        entry, linked, live = standing
         topics = entry_topics(entry, by_id)
         if entry.kind == "log" and not entry.fix and (problems or topics == ("other",)):
             continue
-        linked = links.get(entry.id, entry.rules)
-        live = [r for r in linked if r in found]
-        if linked and live and not entry.fix and not _one_of_many(entry, live, by_id, named, packages):
-            continue  # a rule the facts leave open speaks for the message, with its own fix
         ruled_out = [r for r in linked if r in by_id and set(by_id[r].backends) & evaluated] if not live else []
         if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
             printed = text_topics(*(v for h in reading.hits if h.entry.id == entry.id for v in _printed(h.groups)))
@@ -368,6 +366,22 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
                              title=entry.meaning, cause=cause, fixes=fixes, backends=backends, applies=True,
                              references=entry.source, lines=(hit.line,), topics=topics))
     return out
+
+
+def _standing(entry: Any, links: Mapping[str, tuple[str, ...]], found: Mapping[str, tuple[Any, Any]],
+              by_id: Mapping[str, Any], named: set[str], packages: Mapping[str, str]) -> tuple[Any, tuple, list] | None:
+    """(entry, linked rules, those the facts leave open) of a message that stands as a cause; None where an open rule
+    speaks for it with its own fix. A runtime's message links only the rules of the kernels the text names; where it
+    names none and bugs of several libraries' kernels end in it, they stand beside it and it speaks for none."""
+    if entry.rules and not entry.backends:
+        entry = entry._replace(rules=links.get(entry.id, entry.rules))
+    linked = links.get(entry.id, entry.rules)
+    live = [r for r in linked if r in found]
+    if linked and live and not entry.fix:
+        if not _one_of_many(entry, live, by_id, named, packages):
+            return None
+        return entry._replace(rules=()), (), []
+    return entry, linked, live
 
 
 def _kept_out(backends: Sequence[str], topics: Sequence[str]) -> tuple[str, ...]:
