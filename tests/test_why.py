@@ -341,3 +341,15 @@ def test_a_failed_compiler_command_names_the_build_and_yields_to_the_compilers_o
     assert alone is not None and alone.id == "BUILD-COMPILER-COMMAND-FAILED"
     after = answer('92 errors detected in the compilation of "csrc/qattn/qk_int_sv_f16_cuda_sm80.cu".\n' + line).cause
     assert after is not None and after.id == "NVCC-BUILD-COMPILE-ERROR"
+
+
+def test_cublas_refusing_a_bfloat16_matmul_is_answered_with_float16():
+    """MinerU#1508 (a Tesla M40): SDPA's math path or eager attention in bfloat16 on a GPU whose cuBLAS has no bf16
+    matmul."""
+    text = ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, "
+            "opb, (int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF, (int)ldb, "
+            "strideb, (void*)&fbeta, c, CUDA_R_16BF, (int)ldc, stridec, (int)num_batches, compute_type, "
+            "CUBLAS_GEMM_DEFAULT_TENSOR_OP)`")
+    cause = answer(text).cause
+    assert cause is not None and cause.id == "CUBLAS-BF16-NOT-SUPPORTED"
+    assert {"dtype", "gpu-arch"} <= set(cause.topics) and "float16" in cause.fixes[0]

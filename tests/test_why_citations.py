@@ -10,6 +10,16 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("CUBLAS-BF16-NOT-SUPPORTED", "numz/ComfyUI-SeedVR2_VideoUpscaler#314 (SDPA's math path in bfloat16)",
+     "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, opb, "
+     "(int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF, (int)ldb, strideb, "
+     "(void*)&fbeta, c, CUDA_R_16BF, (int)ldc, stridec, (int)num_batches, compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+     {"call": "cublasGemmStridedBatchedEx"}),
+    ("CUBLAS-BF16-NOT-SUPPORTED", "pytorch/pytorch#57773 (a P100, CUDA 11.3)",
+     "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedExFix(handle, opa, "
+     "opb,\n(int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF, (int)ldb, "
+     "strideb, (void*)&fbeta, c,\nCUDA_R_16BF, (int)ldc, stridec, (int)num_batches, CUDA_R_32F, "
+     "CUBLAS_GEMM_DEFAULT_TENSOR_OP)", {"call": "cublasGemmStridedBatchedExFix"}),
     ("BUILD-COMPILER-COMMAND-FAILED", "Dao-AILab/flash-attention#298 (no ninja: the distutils backend runs nvcc itself)",
      "error: command '/opt/conda/bin/nvcc' failed with exit code 255", {"command": "/opt/conda/bin/nvcc"}),
     ("BUILD-COMPILER-COMMAND-FAILED", "Dao-AILab/flash-attention#639 (a cluster's CUDA 11.7 module)",
@@ -363,6 +373,11 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("CUBLAS-BF16-NOT-SUPPORTED", "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx( "
+     "handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, CUDA_R_16F, ldc, "
+     "CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"),
+    ("CUBLAS-BF16-NOT-SUPPORTED", "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( "
+     "handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc)`"),
     ("BUILD-COMPILER-COMMAND-FAILED", "error: command 'git' failed with exit code 128"),
     ("BUILD-COMPILER-COMMAND-FAILED", "error: subprocess-exited-with-error"),
     ("TORCH-WINDOWS-DLL-NOT-LOADED", "OSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed"),
