@@ -353,3 +353,10 @@ def test_cublas_refusing_a_bfloat16_matmul_is_answered_with_float16():
     cause = answer(text).cause
     assert cause is not None and cause.id == "CUBLAS-BF16-NOT-SUPPORTED"
     assert {"dtype", "gpu-arch"} <= set(cause.topics) and "float16" in cause.fixes[0]
+
+
+def test_cublas_finding_no_memory_for_its_handle_is_out_of_memory():
+    """JDAI-CV/fast-reid#625: the first matmul on a GPU whose memory is already full."""
+    cause = answer("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`").cause
+    assert cause is not None and cause.id == "CUBLAS-HANDLE-ALLOC-FAILED" and "oom" in cause.topics
+    assert "nvidia-smi" in cause.fixes[0]

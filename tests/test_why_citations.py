@@ -10,6 +10,12 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("CUBLAS-HANDLE-ALLOC-FAILED", "QwenLM/Qwen3#873 (solved on one GPU with enough free memory)",
+     "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", {}),
+    ("CUBLAS-HANDLE-ALLOC-FAILED", "DeepMotionAIResearch/DenseMatchingBenchmark#20",
+     "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\nException raised from "
+     "createCublasHandle at /opt/conda/conda-bld/pytorch_1595629403081/work/aten/src/ATen/cuda/CublasHandlePool.cpp:8 "
+     "(most recent call first):", {}),
     ("CUBLAS-BF16-NOT-SUPPORTED", "numz/ComfyUI-SeedVR2_VideoUpscaler#314 (SDPA's math path in bfloat16)",
      "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, opb, "
      "(int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF, (int)ldb, strideb, "
@@ -373,6 +379,10 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("CUBLAS-HANDLE-ALLOC-FAILED", "E tensorflow/stream_executor/cuda/cuda_blas.cc:226] failed to create cublas handle: "
+     "CUBLAS_STATUS_ALLOC_FAILED"),
+    ("CUBLAS-HANDLE-ALLOC-FAILED", "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
+     "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`"),
     ("CUBLAS-BF16-NOT-SUPPORTED", "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx( "
      "handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, CUDA_R_16F, ldc, "
      "CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"),
