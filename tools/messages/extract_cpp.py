@@ -480,15 +480,15 @@ def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
         if name.startswith("TVM_FFI_ICHECK_") and len(args) == 2:
             op = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}[name.rsplit("_", 1)[1]]
             lhs, rhs = (re.sub(r"\s+", " ", source[a:b]).strip() for a, b in args)
-            cond = f"{lhs} {op} {rhs}"
+            cond, trigger = f"{lhs} {op} {rhs}", False
         elif cond_i is not None and cond_i < len(args):
             cond = re.sub(r"\s+", " ", source[args[cond_i][0]:args[cond_i][1]]).strip()
+            trigger = name in _ERROR_IF
         else:
-            cond = _enclosing_if(source, masked, m.start())
+            cond, trigger = _enclosing_if(source, masked, m.start()), True
         l0, l1 = line_of(m.start()), line_of(close)
         text = "\n".join(src_lines[l0 - 1:l1]).strip()[:300]
-        raw = Raw(kind=kind, parts=parts, condition=cond, text=text, line=l0,
-                  trigger=bool(cond) and (name in _ERROR_IF or cond_i is None or cond_i >= len(args)))
+        raw = Raw(kind=kind, parts=parts, condition=cond, text=text, line=l0, trigger=trigger and bool(cond))
         fm = None
         for fm in _FUNC.finditer(masked, max(0, m.start() - 20000), m.start()):
             pass
