@@ -106,13 +106,12 @@ def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: S
     dispatched = frozenset(b for selection in result.selected for b in selection.order)
     packages = {v.backend.id: package_of(v.backend.requires) for v in result.all_verdicts}
     by_id = {r.id: r for r in rules}
-    shared = {r for h in reading.hits if _one_of_many(h.entry, links.get(h.entry.id, ()), by_id,
-                                                      set(reading.framed or reading.backends), packages)
-              for r in links.get(h.entry.id, ())}
-    out = _rule_candidates(reading, rules, found, similarity, windows, links, own, dispatched, shared)
+    many = _one_of_many(reading, links, found, by_id, packages)
+    out = _rule_candidates(reading, rules, found, similarity, windows, links, own, dispatched,
+                           {r for entry_id in many for r in links[entry_id]})
     best_rule = max((c.score for c in out if c.applies is True), default=0.0)
     fallback = _given_backends(given, result)
-    out.extend(_message_candidates(reading, by_id, found, best_rule, links, packages, fallback, cudnn))
+    out.extend(_message_candidates(reading, by_id, found, best_rule, links, packages, fallback, cudnn, many))
     out.extend(_install_candidates(install_findings, reading, windows))
     out = _own_message_first(out, {h.entry.id for h in reading.hits if h.entry.kind in ("error", "warning")},
                              {h.entry.id for h in reading.hits
@@ -291,7 +290,8 @@ def _rule_candidate(rule: Any, sim: float, pair: tuple[Any, Any] | None, lines: 
 
 def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[str, tuple[Any, Any]],
                         best_rule: float, links: Mapping[str, tuple[str, ...]],
-                        packages: Mapping[str, str], fallback: tuple[str, ...], cudnn: str | None = None) -> list[Candidate]:
+                        packages: Mapping[str, str], fallback: tuple[str, ...], cudnn: str | None = None,
+                        many: frozenset[str] = frozenset()) -> list[Candidate]:
     """The messages the text holds that no rule the facts leave open speaks for, each a cause of its own."""
     out: list[Candidate] = []
     named = set(reading.backends)
@@ -306,7 +306,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         entry = hit.entry
         if entry.kind == "fact" or entry.indexed and hit.line in curated:
             continue
-        standing = _standing(entry, links, found, by_id, named, packages)
+        standing = _standing(entry, links, found, many)
         if standing is None:
             continue
         entry, linked, live = standing
@@ -369,18 +369,18 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
 
 
 def _standing(entry: Any, links: Mapping[str, tuple[str, ...]], found: Mapping[str, tuple[Any, Any]],
-              by_id: Mapping[str, Any], named: set[str], packages: Mapping[str, str]) -> tuple[Any, tuple, list] | None:
+              many: frozenset[str]) -> tuple[Any, tuple, list] | None:
     """(entry, linked rules, those the facts leave open) of a message that stands as a cause; None where an open rule
-    speaks for it with its own fix. A runtime's message links only the rules of the kernels the text names; where it
-    names none and bugs of several libraries' kernels end in it, they stand beside it and it speaks for none."""
+    speaks for it with its own fix. A runtime's message links only the rules of the kernels the text names; one of
+    `many` (see _one_of_many) stands beside the bugs it links and speaks for none of them."""
+    if entry.id in many:
+        return entry._replace(rules=()), (), []
     if entry.rules and not entry.backends:
         entry = entry._replace(rules=links.get(entry.id, entry.rules))
     linked = links.get(entry.id, entry.rules)
     live = [r for r in linked if r in found]
     if linked and live and not entry.fix:
-        if not _one_of_many(entry, live, by_id, named, packages):
-            return None
-        return entry._replace(rules=()), (), []
+        return None
     return entry, linked, live
 
 
@@ -390,13 +390,19 @@ def _kept_out(backends: Sequence[str], topics: Sequence[str]) -> tuple[str, ...]
     return tuple(b for b in backends if b in WHOLE_SCORES) if "oom" in topics else tuple(backends)
 
 
-def _one_of_many(entry: Any, live: Sequence[str], by_id: Mapping[str, Any], named: set[str],
-                 packages: Mapping[str, str]) -> bool:
-    """Whether a message any kernel prints (the CUDA runtime's) has rules about several libraries' kernels left open
-    and the text names none of them: each is a known bug to check, and the message itself stays the cause."""
-    if entry.backends or named:
-        return False
-    return len({packages.get(b) or b for r in live if r in by_id for b in by_id[r].backends}) > 1
+def _one_of_many(reading: Any, links: Mapping[str, tuple[str, ...]], found: Mapping[str, tuple[Any, Any]],
+                 by_id: Mapping[str, Any], packages: Mapping[str, str]) -> frozenset[str]:
+    """The messages any kernel prints (the CUDA runtime's), without a fix of their own, whose linked rules left open
+    are about several libraries' kernels while the text names none of them: each rule is a known bug to check, and
+    the message itself stays the cause."""
+    if reading.framed or reading.backends:
+        return frozenset()
+    def libraries(entry_id: str) -> set[str]:
+        return {packages.get(b) or b for r in links.get(entry_id, ()) if r in found and r in by_id
+                for b in by_id[r].backends}
+
+    return frozenset(h.entry.id for h in reading.hits if not (h.entry.backends or h.entry.fix)
+                     and len(libraries(h.entry.id)) > 1)
 
 
 def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:
