@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.messages.compiled import variants  # noqa: E402
 from tools.messages.extract_cpp import extract  # noqa: E402
-from tools.messages.model import LIT, PH, pattern_of  # noqa: E402
+from tools.messages.model import LIT, PH, pattern_of, template_of  # noqa: E402
 
 
 def test_quotes_around_a_placeholder_are_optional():
@@ -30,6 +30,24 @@ def test_a_dtype_printed_by_msvc_is_read_without_its_struct_word():
     match = re.search(pattern, "Expected query, key, and value to have the same dtype, but got query.dtype: struct "
                                "c10::Half key.dtype: float instead.")
     assert match and match.group("query_dtype") == "c10::Half" and match.group("key_dtype") == "float"
+
+
+def test_a_message_a_module_chooses_under_its_branches_is_read_in_each_wording():
+    """TGI 0.9 sets FLASH_ATT_ERROR_MESSAGE again where the GPU or CUDA is missing, and formats whichever was set."""
+    from tools.messages import extract_py
+    source = ('MSG = "{} requires CUDA and Flash Attention kernels to be installed."\n'
+              "try:\n"
+              "    if not supported:\n"
+              '        MSG = "{} requires a CUDA device with capability 7.5, > 8.0 or 9.0."\n'
+              "        raise ImportError('no')\n"
+              "except ImportError:\n"
+              "    pass\n"
+              "def get_model(sharded):\n"
+              "    if sharded:\n"
+              '        raise NotImplementedError(MSG.format("Sharded Llama"))\n')
+    raws, _ = extract_py.extract(source)
+    found = {template_of(r.parts): r.condition for r in raws if r.kind == "error"}
+    assert found.get("{sharded_llama} requires a CUDA device with capability 7.5, > 8.0 or 9.0.") == "not supported"
 
 
 def test_bare_prints_are_read_only_where_a_source_asks():

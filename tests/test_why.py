@@ -355,6 +355,38 @@ def test_cublas_refusing_a_bfloat16_matmul_is_answered_with_float16():
     assert {"dtype", "gpu-arch"} <= set(cause.topics) and "float16" in cause.fixes[0]
 
 
+def test_tritons_mma_to_mma_assertion_names_the_gpu_and_the_triton_release():
+    """ModelTC/LightLLM#222 (a V100, triton 2.1.0): a Triton attention kernel whose two matrix products need a layout
+    conversion that Triton 2.0-2.1 cannot lower; on Volta no release lowers it."""
+    text = ("python: /project/lib/Analysis/Allocation.cpp:40: std::pair<llvm::SmallVector<unsigned int>, "
+            "llvm::SmallVector<unsigned int> > mlir::triton::getCvtOrder(mlir::Attribute, mlir::Attribute): Assertion "
+            "`!(srcMmaLayout && dstMmaLayout) && \"Unexpected mma -> mma layout conversion\"' failed.")
+    cause = answer(text).cause
+    assert cause is not None and cause.id == "TRITON-MMA-TO-MMA-LAYOUT"
+    assert "gpu-arch" in cause.topics and any("triton" in f and "2.2" in f for f in cause.fixes)
+
+
+def test_cutes_no_gmma_assertion_in_a_flashinfer_build_is_the_fp8_kv_cache_on_hopper():
+    """flashinfer-ai/flashinfer#1304: FlashInfer's Hopper prefill kernels pair a 16-bit query with an FP8 KV cache in
+    one warpgroup MMA, which Hopper has no instruction for; the JIT compile stops on CuTe's static assertion."""
+    text = ("/usr/local/lib/python3.12/dist-packages/flashinfer/data/cutlass/include/cute/arch/mma_sm90.hpp(1150): error: "
+            "static assertion failed with \"No eligible GMMA operator for request configuration.\"\n"
+            "        static_assert(sizeof(ElementA) == 0, \"No eligible GMMA operator for request configuration.\");")
+    cause = answer(text).cause
+    assert cause is not None and cause.id == "CUTE-SM90-NO-GMMA-FP8-KV"
+    assert "fp8" in cause.topics and any("kv-cache-dtype" in f for f in cause.fixes)
+
+
+def test_tgi_without_its_flash_attention_path_says_the_gpu_or_the_install():
+    """huggingface/text-generation-inference#686 (a V100): TGI shards a model only on its flash-attention path, which
+    it turned off at start; the warning before it says why."""
+    text = ("WARN text_generation_launcher: Could not import Flash Attention enabled models: GPU with CUDA capability 7 0 "
+            "is not supported\nNotImplementedError: Sharded Llama requires Flash Attention enabled models.")
+    cause = answer(text).cause
+    assert cause is not None and cause.id == "TGI-FLASH-ATTENTION-OFF"
+    assert {"gpu-arch", "install-missing"} <= set(cause.topics) and "flash-attn-2" in cause.backends
+
+
 def test_cublas_finding_no_memory_for_its_handle_is_out_of_memory():
     """JDAI-CV/fast-reid#625: the first matmul on a GPU whose memory is already full."""
     cause = answer("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`").cause

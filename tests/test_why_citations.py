@@ -10,6 +10,24 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("TGI-FLASH-ATTENTION-OFF", "huggingface/text-generation-inference#714 (TGI 0.9.3 on H100s)",
+     "NotImplementedError: Sharded Llama requires Flash Attention enabled models.", {"model": "Sharded Llama"}),
+    ("TGI-FLASH-ATTENTION-OFF", "huggingface/text-generation-inference#1138 (an A800, StarCoder)",
+     "NotImplementedError: Sharded Santacoder requires Flash Attention enabled models.",
+     {"model": "Sharded Santacoder"}),
+    ("CUTE-SM90-NO-GMMA-FP8-KV", "flashinfer-ai/flashinfer#1068 (FP8 query and KV cache, head dim 64)",
+     'flashinfer/data/cutlass/include/cute/arch/mma_sm90.hpp(6108): error: static assertion failed with "MajorB must be '
+     'GMMA::Major::K for this config."', {}),
+    ("CUTE-SM90-NO-GMMA-FP8-KV", "flashinfer-ai/flashinfer#1304 (a bf16 query with an FP8 KV cache in vLLM's prefill)",
+     'static_assert(sizeof(ElementA) == 0, "No eligible GMMA operator for request configuration.");', {}),
+    ("TRITON-MMA-TO-MMA-LAYOUT", "ModelTC/LightLLM#222 (a V100, triton 2.1.0)",
+     "python: /project/lib/Analysis/Allocation.cpp:40: std::pair<llvm::SmallVector<unsigned int>, llvm::SmallVector<"
+     "unsigned int> > mlir::triton::getCvtOrder(mlir::Attribute, mlir::Attribute): Assertion `!(srcMmaLayout && "
+     "dstMmaLayout) && \"Unexpected mma -> mma layout conversion\"'", {}),
+    ("TRITON-MMA-TO-MMA-LAYOUT", "triton-lang/triton#2367 (an H100 with ENABLE_MMA_V3=1, a 2023 main build)",
+     "python: /home/sam/triton/lib/Analysis/Allocation.cpp:42: std::pair<llvm::SmallVector<unsigned int>,\n "
+     "llvm::SmallVector<unsigned int> > mlir::triton::getCvtOrder(mlir::Attribute, mlir::Attribute): \nAssertion "
+     "`!(srcMmaLayout && dstMmaLayout) && \"Unexpected mma -> mma layout conversion\"' failed.", {}),
     ("CUBLAS-HANDLE-ALLOC-FAILED", "QwenLM/Qwen3#873 (solved on one GPU with enough free memory)",
      "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", {}),
     ("CUBLAS-HANDLE-ALLOC-FAILED", "DeepMotionAIResearch/DenseMatchingBenchmark#20",
@@ -379,6 +397,11 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("TGI-FLASH-ATTENTION-OFF", "ValueError: Flash decoding requires Flash Attention V2"),
+    ("CUTE-SM90-NO-GMMA-FP8-KV", 'cute/arch/mma_sm90.hpp(532): error: static assertion failed with "MajorA must be '
+     'GMMA::Major::K for this config."'),
+    ("TRITON-MMA-TO-MMA-LAYOUT", "python: /project/lib/Analysis/Allocation.cpp:58: Assertion `srcLayout && dstLayout && "
+     "\"Unexpect layout in getScratchConfigForCvtLayout()\"' failed."),
     ("CUBLAS-HANDLE-ALLOC-FAILED", "E tensorflow/stream_executor/cuda/cuda_blas.cc:226] failed to create cublas handle: "
      "CUBLAS_STATUS_ALLOC_FAILED"),
     ("CUBLAS-HANDLE-ALLOC-FAILED", "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "

@@ -93,6 +93,8 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "head-dim" in rule_topics(base["SDPA-FLASH-HEAD-DIM"])
     assert text_topics("out of resource: shared memory, Required: 139776") == ("shared-memory",)
     assert text_topics("undefined symbol: _ZN3c10") == ("install-abi",)
+    # xformers' and SDPA's "cu_seqlen" (one word, no s) is the packed-sequence offsets, as cu_seqlens_q is
+    assert "varlen" in text_topics("cu_seqlen only supports batch_size=1")
     assert text_topics("xFormers wasn't build with CUDA support") == ("install-missing",)
     assert text_topics("operator wasn't built - see `python -m xformers.info`") == ("install-missing",)
     assert "install-arch" in text_topics("SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.")

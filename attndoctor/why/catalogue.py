@@ -15,7 +15,7 @@ from ..engine.rules import ERROR_CATALOGUE as CATALOGUE_FILE
 """The catalogue's file name in a rules folder; the rule loader skips it."""
 LIBRARIES = ("pytorch", "cudnn-frontend", "flash-attn", "transformer-engine", "vllm", "cuda", "loader", "text", "python",
              "pip", "xformers", "transformers", "triton", "sam2", "llamafactory", "flashinfer", "qwen", "jax",
-             "sageattention")
+             "sageattention", "tgi")
 KINDS = ("error", "warning", "log", "fact")
 PARSERS = ("te-config", "te-backends")
 INSTALL_KINDS = tuple(kind.value for kind in InstallKind)

@@ -40,7 +40,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"causal(?!lm)|attn_mask|mask|block sparsity|sparse_block_size|padding[_ ]side|\battn_bias\b", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
     (r"alibi|\bbias\b|\battn_bias\b", "bias"), (r"num_heads|num_kv_heads|gqa|\bmqa\b|heads|group_size", "gqa"),
     (r"seqlen|seq_len|sequence length|max_seqlen", "seqlen"), (r"contiguous|stride|layout", "layout"),
-    (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
+    (r"paged|block_table|page_table|page_size|kv_cache", "paged-kv"), (r"varlen|cu_seqlens?|\bthd\b|\bpacking\b|sample_packing|padding[_ -]free", "varlen"),
     (r"determinis", "determinism"), (r"context parallel|sequence parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b|\bs_aux\b", "sinks"),
     (r"undefined symbol|\bABI\b|was compiled against|built for|install(?:ation)? (?:seems to be |is |looks )?broken|"
      r"broken install|" + EXTENSION_FILE.pattern, "install-abi"),

@@ -193,6 +193,32 @@ def _module_constants(tree: ast.Module) -> dict:
             and isinstance(v.value, str)}
 
 
+def _branch_templates(tree: ast.Module) -> dict:
+    """Upper-case names the module sets again under its own branches (TGI picks its FLASH_ATT_ERROR_MESSAGE by the
+    GPU it finds at import) and formats in a raise: each branch's wording is a message of its own, worded with the
+    first raise's arguments (name -> that `NAME.format(...)` call)."""
+    counts: dict = {}
+
+    def assigns(body: list) -> None:
+        for st in body:
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                    and st.targets[0].id.isupper():
+                counts[st.targets[0].id] = counts.get(st.targets[0].id, 0) + 1
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    assigns(getattr(st, field, []) or [])
+
+    assigns(tree.body)
+    uses: dict = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call) and n.exc.args:
+            call = n.exc.args[0]
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "format" \
+                    and isinstance(call.func.value, ast.Name):
+                uses.setdefault(call.func.value.id, call)
+    return {k: uses[k] for k, c in counts.items() if c > 1 and k in uses}
+
+
 def _condition(stack: list, node: ast.AST) -> str:
     """The check that leads to the message, as the source writes it (`if cond: raise` -> cond)."""
     child = node
@@ -287,6 +313,7 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
         out.append(raw)
 
     constants = _module_constants(tree)
+    templates = _branch_templates(tree)
 
     def visit(n: ast.AST, stack: list, ctx: _Ctx):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -302,6 +329,12 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
                 isinstance(stack[-1], ast.FunctionDef) and stack[-1].name == "__str__" and len(stack) >= 2 and \
                 isinstance(stack[-2], ast.ClassDef) and _EXCEPTION_CLASS.search(stack[-2].name):
             add("error", n.value, n, stack, ctx)
+        elif isinstance(n, ast.Assign) and stack and stack[-1] is not tree and isinstance(n.targets[0], ast.Name) \
+                and n.targets[0].id in templates and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) \
+                and not any(isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for a in stack):
+            use = templates[n.targets[0].id]
+            add("error", ast.Call(func=ast.Attribute(value=n.value, attr="format"), args=use.args, keywords=use.keywords),
+                n, stack, ctx)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" and n.args:
             add("log", n.args[0], n, stack, ctx)
         elif isinstance(n, ast.Assert) and n.msg is None:

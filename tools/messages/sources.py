@@ -36,6 +36,8 @@ _TRITON_DOT = re.compile(r"\b(first|second) input\b|\bdot\b|min_dot_size|input_p
 SageAttention 1's, flash-linear-attention's), whose operand shapes and dtypes the checks state."""
 _GPU_DTYPE_TEXT = re.compile(r"bfloat16|compute capability", re.I)
 """A serving engine's check that the GPU takes the model's dtype (bf16 needs sm80): the attention kernels' dtype."""
+_TGI_TEXT = re.compile(_ATTN_TEXT.pattern + r"|capability", re.I)
+"""TGI's model registry turns its flash-attention models off by the GPU's capability, in words that name no attention."""
 _VLLM_PLATFORM_TEXT = re.compile(_ATTN_TEXT.pattern + "|" + _GPU_DTYPE_TEXT.pattern, re.I)
 _KV_CACHE_MEMORY_TEXT = re.compile(r"cache blocks|KV cache|max_model_len|max seq len|gpu_memory_utilization|"
                                    r"num_gpu_blocks", re.I)
@@ -186,11 +188,11 @@ SOURCES = [
     },
     {
         "name": "tgi", "repo": "huggingface/text-generation-inference", "git": "huggingface+text-generation-inference",
-        "refs": ["v1.0.3", "v1.4.5", "v2.0.4", "v2.4.1", "v3.3.7"], "library": lambda p, ref="": "tgi",
+        "refs": ["v0.9.0", "v1.0.3", "v1.4.5", "v2.0.4", "v2.4.1", "v3.3.7"], "library": lambda p, ref="": "tgi",
         "include": [r"^server/text_generation_server/utils/(flash_attn|flash_attn_triton|paged_attention|"
                     r"import_utils)\.py$", r"^server/text_generation_server/layers/attention/[^/]+\.py$",
                     r"^server/text_generation_server/models/__init__\.py$"],
-        "text": {r"^server/text_generation_server/(models/__init__|utils/import_utils)\.py$": _ATTN_TEXT},
+        "text": {r"^server/text_generation_server/(models/__init__|utils/import_utils)\.py$": _TGI_TEXT},
     },
     {
         "name": "torch-wheels", "repo": "pytorch/pytorch", "wheels": "torch-*",
