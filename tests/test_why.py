@@ -387,6 +387,17 @@ def test_tgi_without_its_flash_attention_path_says_the_gpu_or_the_install():
     assert {"gpu-arch", "install-missing"} <= set(cause.topics) and "flash-attn-2" in cause.backends
 
 
+def test_mpsgraphs_matmul_refusing_sdpas_shapes_names_grouped_heads_and_the_layout():
+    """pytorch/pytorch#149132: SDPA with enable_gqa=True on Apple's GPU before torch 2.7 hands MPSGraph a matmul of
+    unequal head counts."""
+    text = ('loc("mps_matmul"("(mpsFileLoc): /AppleInternal/Library/BuildRoots/d187755d-b9a3-11ef-83e5-aabfac210453/'
+            'Library/Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/mpsgraph/MetalPerformanceShadersGraph/Core/'
+            'Files/MPSGraphUtilities.mm":43:0)): error: incompatible dimensions\nLLVM ERROR: Failed to infer result type(s).')
+    cause = answer(text).cause
+    assert cause is not None and cause.id == "MPS-SDPA-MATMUL-SHAPES"
+    assert cause.topics[0] == "gqa" and any("2.7" in f for f in cause.fixes)
+
+
 def test_cublas_finding_no_memory_for_its_handle_is_out_of_memory():
     """JDAI-CV/fast-reid#625: the first matmul on a GPU whose memory is already full."""
     cause = answer("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`").cause

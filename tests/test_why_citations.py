@@ -10,6 +10,10 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("MPS-SDPA-MATMUL-SHAPES", "pytorch/pytorch#147443 (5-D inputs to SDPA on MPS)",
+     'loc("mps_matmul"("(mpsFileLoc): /AppleInternal/Library/BuildRoots/b11baf73-9ee0-11ef-b7b4-7aebe1f78c73/Library/'
+     'Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/mpsgraph/MetalPerformanceShadersGraph/Core/Files/'
+     'MPSGraphUtilities.mm":43:0)): error: incompatible dimensions', {}),
     ("TGI-FLASH-ATTENTION-OFF", "huggingface/text-generation-inference#714 (TGI 0.9.3 on H100s)",
      "NotImplementedError: Sharded Llama requires Flash Attention enabled models.", {"model": "Sharded Llama"}),
     ("TGI-FLASH-ATTENTION-OFF", "huggingface/text-generation-inference#1138 (an A800, StarCoder)",
@@ -397,6 +401,9 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("MPS-SDPA-MATMUL-SHAPES", 'loc("mps_matmul"("(mpsFileLoc): /AppleInternal/Library/BuildRoots/b11baf73/Library/'
+     'Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/Core/Files/MPSGraphUtilities.mm":43:0)): error: invalid '
+     'shape'),
     ("TGI-FLASH-ATTENTION-OFF", "ValueError: Flash decoding requires Flash Attention V2"),
     ("CUTE-SM90-NO-GMMA-FP8-KV", 'cute/arch/mma_sm90.hpp(532): error: static assertion failed with "MajorA must be '
      'GMMA::Major::K for this config."'),
