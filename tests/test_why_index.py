@@ -93,6 +93,11 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "head-dim" in rule_topics(base["SDPA-FLASH-HEAD-DIM"])
     assert text_topics("out of resource: shared memory, Required: 139776") == ("shared-memory",)
     assert text_topics("undefined symbol: _ZN3c10") == ("install-abi",)
+    # xformers' per-operator reasons: a capability above the build's maximum is the build's, one below the minimum the GPU's
+    too_new = text_topics("requires device with capability <= (9, 0) but your GPU has capability (12, 0) (too new)")
+    assert {"gpu-arch", "install-arch"} <= set(too_new)
+    too_old = text_topics("requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)")
+    assert "gpu-arch" in too_old and "install-arch" not in too_old
     # xformers' and SDPA's "cu_seqlen" (one word, no s) is the packed-sequence offsets, as cu_seqlens_q is
     assert "varlen" in text_topics("cu_seqlen only supports batch_size=1")
     assert text_topics("xFormers wasn't build with CUDA support") == ("install-missing",)

@@ -31,7 +31,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
      r"(?:\b|_)d_?(?:qk|vo?)\b|tmem", "head-dim"),
     # transformers' "request support for this architecture" / "The current architecture does not support ..." is the
     # model's architecture
-    (r"compute capabilit(?:y|ies)|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|"
+    (r"compute capabilit(?:y|ies)|(?:device|GPU|CUDA) (?:with |has )?capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|"
      r"(?<!support for this )(?<!current )\barch", "gpu-arch"),
     (r"\bdtype|\bdata type|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
     (r"\bfp8|float8|e4m3|e5m2|kv[_ -]?cache[_ -]?dtype", "fp8"),
@@ -44,7 +44,8 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"determinis", "determinism"), (r"context parallel|sequence parallel|cp_group|cp_size", "cp"), (r"\bsinks?\b|\bs_aux\b", "sinks"),
     (r"undefined symbol|\bABI\b|was compiled against|built for|install(?:ation)? (?:seems to be |is |looks )?broken|"
      r"broken install|" + EXTENSION_FILE.pattern, "install-abi"),
-    (r"no kernel image|no device code|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
+    # xformers' "requires device with capability <= (9, 0) ... (too new)": the installed build's maximum
+    (r"no kernel image|no device code|\(too new\)|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
      r"available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
      r"how to install|\bassert\s+(?:\w+\.)*(?:is_\w+_available\(\)|\w*_AVAILABLE)\b|"
