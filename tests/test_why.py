@@ -398,6 +398,16 @@ def test_mpsgraphs_matmul_refusing_sdpas_shapes_names_grouped_heads_and_the_layo
     assert cause.topics[0] == "gqa" and any("2.7" in f for f in cause.fixes)
 
 
+def test_ggmls_missing_device_code_names_the_architecture_and_flash_attention_off():
+    """mozilla-ai/llamafile#434 and llama.cpp's flash-attention kernels: a ggml kernel with no code for this GPU's
+    architecture, in the build or at all."""
+    text = ("ggml-cuda/fattn.cu:571: ERROR: CUDA kernel flash_attn_ext_f16 has no device code compatible with CUDA arch "
+            "610. ggml-cuda.cu was compiled for: 610\nCUDA error: unspecified launch failure")
+    cause = answer(text).cause
+    assert cause is not None and cause.id == "GGML-NO-DEVICE-CODE"
+    assert {"install-arch", "gpu-arch"} <= set(cause.topics) and any("flash" in f for f in cause.fixes)
+
+
 def test_cublas_finding_no_memory_for_its_handle_is_out_of_memory():
     """JDAI-CV/fast-reid#625: the first matmul on a GPU whose memory is already full."""
     cause = answer("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`").cause

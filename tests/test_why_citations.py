@@ -10,6 +10,13 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("GGML-NO-DEVICE-CODE", "mozilla-ai/llamafile#434 (a GPU of arch 600)",
+     "ggml-cuda.cu:1412: ERROR: CUDA kernel vec_dot_q4_K_q8_1_impl_vmmq has no device code compatible with CUDA arch "
+     "600. ggml-cuda.cu was compiled for: 500,600,700,800,900", {"kernel": "vec_dot_q4_K_q8_1_impl_vmmq", "arch": "600"}),
+    ("GGML-NO-DEVICE-CODE", "ggml-org/llama.cpp#11615 (Volta, before the fix of the kernel selection)",
+     "/home/ggml/work/llama.cpp/ggml/src/ggml-cuda/template-instances/../fattn-mma-f16.cuh:453: ERROR: CUDA kernel "
+     "flash_attn_ext_f16_process_tile has no device code compatible with CUDA arch 700. ggml-cuda.cu was compiled for: "
+     "700", {"kernel": "flash_attn_ext_f16_process_tile", "arch": "700"}),
     ("MPS-SDPA-MATMUL-SHAPES", "pytorch/pytorch#147443 (5-D inputs to SDPA on MPS)",
      'loc("mps_matmul"("(mpsFileLoc): /AppleInternal/Library/BuildRoots/b11baf73-9ee0-11ef-b7b4-7aebe1f78c73/Library/'
      'Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/mpsgraph/MetalPerformanceShadersGraph/Core/Files/'
@@ -401,6 +408,7 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("GGML-NO-DEVICE-CODE", "CUDA error: no kernel image is available for execution on the device"),
     ("MPS-SDPA-MATMUL-SHAPES", 'loc("mps_matmul"("(mpsFileLoc): /AppleInternal/Library/BuildRoots/b11baf73/Library/'
      'Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/Core/Files/MPSGraphUtilities.mm":43:0)): error: invalid '
      'shape'),
