@@ -193,7 +193,6 @@ def test_megatron_core_tags_are_versions():
     assert tag_version("core_v0.13.0") == "0.13.0"
 def _read_cpp(source: str) -> dict:
     from tools.messages import extract_cpp
-    from tools.messages.model import template_of
     raws, _ = extract_cpp.extract(source)
     return {template_of(r.parts): r for r in raws}
 
@@ -258,7 +257,6 @@ def test_an_assert_without_a_message_is_read_as_its_own_line_unless_it_checks_wi
 
 def test_an_exception_message_extended_by_plus_equals_and_passed_to_super_is_read():
     from tools.messages import extract_py
-    from tools.messages.model import template_of
     # triton/runtime/errors.py as the triton 2.2.0 and 2.3.1 wheels ship it
     source = ('class OutOfResources(Exception):\n'
               '    def __init__(self, required, limit, name):\n'
@@ -279,7 +277,6 @@ def test_a_message_extended_under_a_branch_is_read_as_its_opening_and_an_open_ta
     """transformers' modeling_utils.py builds 'Specified `attn_implementation=...` is not supported. The only possible
     arguments are ...' by adding the implementations the model class has, each under its own `if`."""
     from tools.messages import extract_py
-    from tools.messages.model import template_of
     branch = ('def check(mask):\n'
               '    msg = "Memory efficient kernel not used because"\n'
               '    if mask:\n'
@@ -392,7 +389,7 @@ def test_a_modules_own_name_is_written_out_so_pythons_attribute_error_elsewhere_
     """flashinfer/__init__.py's lazy __getattr__ raises f"module {__name__!r} has no attribute {name!r}": Python
     prints the same words for any module, so the message is flashinfer's only with flashinfer's name in it."""
     from tools.messages import extract_py
-    from tools.messages.model import module_named, module_of, template_of
+    from tools.messages.model import module_named, module_of
 
     raws, _ = extract_py.extract('def __getattr__(name):\n'
                                  '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")\n')

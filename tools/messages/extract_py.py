@@ -204,8 +204,8 @@ def _branch_templates(tree: ast.Module) -> dict:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
                     and st.targets[0].id.isupper():
                 counts[st.targets[0].id] = counts.get(st.targets[0].id, 0) + 1
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for field in ("body", "orelse", "finalbody", "handlers"):
                     assigns(getattr(st, field, []) or [])
 
     assigns(tree.body)
