@@ -193,3 +193,16 @@ def test_the_one_attention_an_unknown_errors_words_name_is_its_backend(cli):
     assert backends("RuntimeError: only head_dim 128 is supported by flash attention 3 here") == ["flash-attn-3"]
     # words that name two attentions name neither
     assert backends("ValueError: this window needs flash attention, sdpa cannot do it") == []
+
+
+def test_a_compiler_crash_speaks_in_llvm_s_own_forms():
+    """Triton's compiler is LLVM: a crash prints "LLVM ERROR: <message>", or the message on the line above
+    "UNREACHABLE executed at <file>:<line>!", and aborts; no exception line follows."""
+    crash = ["SharedEncodingAttr builder when the MMAEncodingAttr is Hopper has not been implemented yet",
+             "UNREACHABLE executed at /project/python/build/include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.cpp.inc:347!",
+             "Aborted"]
+    assert error_line(["loading", *crash]) == (
+        2, "SharedEncodingAttr builder when the MMAEncodingAttr is Hopper has not been implemented yet")
+    assert error_line(["loading", "compiling kernel", "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32",
+                       "Aborted (core dumped)"]) == (3, "Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32")
+    assert error_line(["UNREACHABLE executed at x.cpp:3!", "Aborted (core dumped)", "exit 134"]) is None

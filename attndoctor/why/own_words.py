@@ -18,6 +18,10 @@ _RAISED = re.compile(
 _TAGGED = re.compile(r"^\s*(?:(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?|!!! Exception during processing !!!)\s*"
                      r"(?P<message>\S.*)$", re.I)
 """A logger's error line ([TensorRT-LLM][ERROR] ..., ComfyUI's "!!! Exception during processing !!! ...")."""
+_LLVM = re.compile(r"^\s*LLVM ERROR:\s*(?P<message>\S.*)$")
+"""A compiler crash in LLVM's words (triton's backend): "LLVM ERROR: Cannot select: ..." before the abort."""
+_UNREACHABLE = re.compile(r"^\s*UNREACHABLE executed at \S+")
+"""LLVM's llvm_unreachable: its message is the line above, when it has one."""
 _RAISED_BY = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception|Warning))\s*:\s*")
 """The exception class a line starts with (triton.runtime.errors.OutOfResources: ...): who raised it, not what."""
 _BARE_ASSERT = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*AssertionError\s*$")
@@ -113,9 +117,12 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
             statement = failed_assert(lines, number)
             if statement:
                 return number, statement
-        found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1])
+        found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1]) or _LLVM.match(lines[number - 1])
         if found and len(found.group("message").strip(" `'\"")) >= MIN_CHARS:
             return number, message_part(found.group("message")).strip(" `")
+        above = lines[number - 2].strip() if number > 1 and _UNREACHABLE.match(lines[number - 1]) else ""
+        if len(above) >= MIN_CHARS:
+            return number - 1, above
     kept = [(n, message_part(line.strip(" `"))) for n, line in enumerate(lines, 1) if line.strip(" `")]
     complaint = _complaint(lines)
     if 0 < len(kept) <= SHORT and len(kept[-1][1]) >= MIN_CHARS and not (
