@@ -385,6 +385,38 @@ def test_flashinfer_s_argument_text_checks_print_their_arguments():
     assert extract(FLASHINFER_CHECKS) == ([], {})  # another code base's CHECK_EQ is not FlashInfer's
 
 
+MEM_EFF_MACRO = """
+#define CHECK_NOSPARSE_LASTCONTIGUOUS_CUDA(TENSOR)                        \\
+  TORCH_CHECK(TENSOR.is_cuda(), #TENSOR " must be a CUDA tensor");     \\
+  TORCH_CHECK(                                                         \\
+      TENSOR.stride(-1) == 1, #TENSOR ": last dimension must be contiguous");
+"""
+MEM_EFF_CALL = """
+std::tuple<at::Tensor, at::Tensor> _efficient_attention_forward(const at::Tensor& query, std::optional<at::Tensor> bias) {
+  CHECK_NOSPARSE_LASTCONTIGUOUS_CUDA(query);
+  if (bias.has_value()) {
+    CHECK_NOSPARSE_LASTCONTIGUOUS_CUDA((*bias));
+  }
+}
+"""
+
+
+def test_a_check_macro_defined_in_one_file_prints_each_call_s_argument_in_another():
+    """PyTorch's memory-efficient attention checks its tensors through a macro of gemm_kernel_utils.h that prints
+    the argument's text: the call in attention.cu prints "(*bias): last dimension must be contiguous"."""
+    from tools.messages.extract_cpp import check_macros
+
+    macros = check_macros(MEM_EFF_MACRO)
+    assert macros == {"CHECK_NOSPARSE_LASTCONTIGUOUS_CUDA": ("TENSOR", (
+        ("TENSOR.is_cuda()", " must be a CUDA tensor"), ("TENSOR.stride(-1) == 1", ": last dimension must be contiguous")))}
+    raws, _ = extract(MEM_EFF_CALL, macros=macros)
+    found = {template_of(r.parts): (r.condition, r.scope) for r in raws}
+    assert found["(*bias): last dimension must be contiguous"] == ("(*bias).stride(-1) == 1", ["_efficient_attention_forward"])
+    assert "query must be a CUDA tensor" in found and len(found) == 4
+    assert extract(MEM_EFF_CALL) == ([], {})  # without the release's macros the calls print nothing known
+    assert extract(MEM_EFF_MACRO, macros=macros)[0] == []  # a definition is not a call
+
+
 def test_a_modules_own_name_is_written_out_so_pythons_attribute_error_elsewhere_is_not_its():
     """flashinfer/__init__.py's lazy __getattr__ raises f"module {__name__!r} has no attribute {name!r}": Python
     prints the same words for any module, so the message is flashinfer's only with flashinfer's name in it."""

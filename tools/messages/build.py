@@ -262,8 +262,15 @@ def run(out_dir: str, only: tuple = ()) -> int:
         if only and src["name"] not in only:
             continue
         reader = read_git if "git" in src else read_tarballs if "tarballs" in src else read_wheels
+        files = reader(src)
+        macros: dict = {}
+        if src.get("check_macros"):
+            files = list(files)
+            for ref, _, path, text in files:
+                if not path.endswith(".py"):
+                    macros.setdefault(ref, {}).update(extract_cpp.check_macros(text))
         n = 0
-        for ref, release, path, text in reader(src):
+        for ref, release, path, text in files:
             library = src["library"](path, ref)
             if library is None:
                 continue
@@ -272,10 +279,12 @@ def run(out_dir: str, only: tuple = ()) -> int:
             extractor = extract_py if path.endswith(".py") else extract_cpp
             prints = bool(src.get("prints")) and extractor is extract_py
             stringizing = bool(src.get("stringizing")) and extractor is extract_cpp
-            key = (extractor.__name__, prints, stringizing, hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
+            known = macros.get(ref, {}) if extractor is extract_cpp else {}
+            key = (extractor.__name__, prints, stringizing, repr(sorted(known.items())),
+                   hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
             if key not in memo:
                 options = {name: True for name, on in (("prints", prints), ("stringizing", stringizing)) if on}
-                memo[key] = extractor.extract(text, **options)
+                memo[key] = extractor.extract(text, **options, **({"macros": known} if known else {}))
             raws, skipped = memo[key]
             for k, v in skipped.items():
                 idx.skipped[library][k] += v

@@ -114,6 +114,52 @@ def _stringizing_checks(source: str, masked: str, lines: list, line_of) -> list:
     return out
 
 
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\((\w+)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_STRINGIZED_CHECK = r"TORCH_CHECK\s*\(\s*((?:[^;]|;(?!\s*$))*?)\s*,\s*#{0}\s*\"((?:[^\"\\\\]|\\\\.)*)\"\s*\)"
+
+
+def check_macros(source: str) -> dict:
+    """The one-argument macros a file defines whose checks print the argument's own text (#TENSOR " must be ..."):
+    name -> (parameter, ((condition, literal after the argument's text), ...)). Their calls are messages too."""
+    out = {}
+    for m in _DEFINE.finditer(source):
+        name, param, body = m.group(1), m.group(2), m.group(3).replace("\\\n", " ")
+        checks = tuple((re.sub(r"\s+", " ", c.group(1)).strip(), _unescape(c.group(2)))
+                       for c in re.finditer(_STRINGIZED_CHECK.format(re.escape(param)), body))
+        if checks:
+            out[name] = (param, checks)
+    return out
+
+
+def _macro_checks(source: str, masked: str, lines: list, line_of, macros: dict) -> list:
+    """The messages of the calls of `macros` (check_macros), each call's argument text put where the macro puts it."""
+    out: list = []
+    if not macros:
+        return out
+    for m in re.finditer(r"(?<![\w:])(" + "|".join(map(re.escape, macros)) + r")\s*\(", masked):
+        if _in_define(masked, m.start()):
+            continue
+        close = _close(masked, m.end() - 1)
+        if close < 0:
+            continue
+        spans = _split_top(source, masked, m.end(), close, ",")
+        if len(spans) != 1:
+            continue
+        arg = _stringize(source, masked, spans[0])
+        param, checks = macros[m.group(1)]
+        l0 = line_of(m.start())
+        fm = None
+        for fm in _FUNC.finditer(masked, max(0, m.start() - 20000), m.start()):
+            pass
+        for cond, literal in checks:
+            raw = Raw(kind="error", parts=merge_parts([(LIT, arg + literal)]),
+                      condition=re.sub(r"\b%s\b" % re.escape(param), lambda _: arg, cond),
+                      text="\n".join(lines[l0 - 1:line_of(close)]).strip()[:300], line=l0)
+            raw.scope = [fm.group(1)] if fm else []
+            out.append(raw)
+    return out
+
+
 def _stringize(src: str, masked: str, span: tuple) -> str:
     """The preprocessor's #cond: the argument's text, comments dropped, whitespace runs as one space."""
     a, b = span
@@ -411,10 +457,11 @@ def _enclosing_if(src: str, masked: str, pos: int) -> str:
     return re.sub(r"\s+", " ", src[start + 1:end]).strip()
 
 
-def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
+def extract(source: str, stringizing: bool = False, macros: dict | None = None) -> tuple[list, dict]:
     """One pass over a C++/CUDA file yields every message it can print and the counts of what it skipped;
-    `stringizing` reads FlashInfer's argument-text checks too (STRINGIZING)."""
-    if not _CALL.search(source) and not (stringizing and _STRINGIZING_CALL.search(source)):
+    `stringizing` reads FlashInfer's argument-text checks too (STRINGIZING), `macros` the calls of a release's
+    argument-text check macros (check_macros)."""
+    if not _CALL.search(source) and not (stringizing and _STRINGIZING_CALL.search(source)) and not macros:
         return [], {}
     masked = _mask(source)
     src_lines = source.splitlines()
@@ -496,6 +543,7 @@ def extract(source: str, stringizing: bool = False) -> tuple[list, dict]:
         out.append(raw)
     if stringizing:
         out.extend(_stringizing_checks(source, masked, src_lines, line_of))
+    out.extend(_macro_checks(source, masked, src_lines, line_of, macros or {}))
     for m, a, b in _brace_errors(source, masked):
         if m.group(1) == "OK":
             continue

@@ -209,7 +209,7 @@ SOURCES = [
     },
     {
         "name": "pytorch-debian-source", "repo": "pytorch/pytorch", "tarballs": "debsrc/pytorch_*.orig.tar.xz",
-        "library": lambda p, ref="": "pytorch",
+        "library": lambda p, ref="": "pytorch", "check_macros": True,
         "include": [r"^aten/src/ATen/native/transformers/.*\.(cpp|cu|h|hip)$",
                     r"^aten/src/ATen/native/nested/.*(sdp|attention|transformer).*\.(cpp|cu|h)$"],
     },
