@@ -102,6 +102,10 @@ def test_calling_an_attention_function_that_is_none_is_a_failed_import(cli):
     _, doc = ask(cli, text)
     assert doc["cause"]["id"] == "ERROR-OWN-WORDS" and doc["cause"]["topics"] == ["install-missing"]
     assert "sageattn" in doc["cause"]["cause"] and "sageattn" in doc["cause"]["fixes"][0]
+    # the function called names its backend, as the error's words would
+    _, doc = ask(cli, "ERROR 04-30 09:04:59 [worker.py:920]     out = flash_attn_varlen_func(\n"
+                      "ERROR 04-30 09:04:59 [worker.py:920] TypeError: 'NoneType' object is not callable")
+    assert doc["cause"]["topics"] == ["install-missing"] and doc["cause"]["backends"] == ["flash-attn-2"]
     # a None that is not an attention function says nothing of one
     _, doc = ask(cli, text.replace("sageattn(q, k, v, tensor_layout='NHD')", "callback(step)"))
     assert doc["cause"] is None
@@ -206,3 +210,18 @@ def test_a_compiler_crash_speaks_in_llvm_s_own_forms():
     assert error_line(["loading", "compiling kernel", "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32",
                        "Aborted (core dumped)"]) == (3, "Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32")
     assert error_line(["UNREACHABLE executed at x.cpp:3!", "Aborted (core dumped)", "exit 134"]) is None
+
+
+def test_a_serving_engine_s_log_prefix_does_not_hide_the_error():
+    """vLLM's logger puts "(Worker pid=N) ERROR MM-DD HH:MM:SS [file.py:N]" before each line of a traceback it relays;
+    Go programs (Ollama's runner) end in "panic: <message>"."""
+    assert error_line(["ERROR 04-30 09:04:59 [diffusion_worker.py:920]     out = attention(q, k, v)",
+                       "ERROR 04-30 09:04:59 [diffusion_worker.py:920] TypeError: head_dim 80 is not supported"]) == (
+        2, "head_dim 80 is not supported")
+    assert error_line(["(VLLM pid=1) (VllmWorkerProcess pid=2) ERROR 07-07 13:43:36 multiproc_worker_utils.py:226] "
+                       "RuntimeError: head_dim 80 is not supported", "INFO: shutting down"]) == (
+        1, "head_dim 80 is not supported")
+    assert error_line(['time=2025-08-29T16:22:00.363+08:00 level=INFO source=server.go:1274 msg="runner started"',
+                       "panic: failed to sample token: sample: logits sum to NaN, check model output", "",
+                       "goroutine 89 [running]:"]) == (
+        2, "failed to sample token: sample: logits sum to NaN, check model output")

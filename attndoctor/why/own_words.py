@@ -11,10 +11,14 @@ from .fixes import backend_package, generic_fix, own_advice, raising_package
 from .reader import FRAMEWORK_BACKENDS, IMPLEMENTATIONS
 from .topics import EXTENSION_FILE, text_topics
 
+_SERVING_PREFIX = (r"(?:\([^)]*\)\s*)*(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+"
+                   r"\[?[\w.\-]+:\d+\]\s*)?")
+"""vLLM's logger before each relayed line: "(VllmWorker rank=0 pid=2) ERROR 07-07 13:43:36 [file.py:226] "."""
 _RAISED = re.compile(
-    r"^\s*(?:\[[^\]]*\]:?\s*)*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|OutOfResources|Assertion failed)"
-    r"\s*:\s*(?P<message>\S.*)$")
-"""An exception's line (RuntimeError: ..., [rank0]: torch._inductor.exc.InductorError: ..., Assertion failed: ...)."""
+    r"^\s*" + _SERVING_PREFIX + r"(?:\[[^\]]*\]:?\s*)*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|OutOfResources|"
+    r"Assertion failed|panic)\s*:\s*(?P<message>\S.*)$")
+"""An exception's line (RuntimeError: ..., [rank0]: torch._inductor.exc.InductorError: ..., Assertion failed: ...),
+or a Go program's panic (Ollama's runner: "panic: failed to sample token ...")."""
 _TAGGED = re.compile(r"^\s*(?:(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?|!!! Exception during processing !!!)\s*"
                      r"(?P<message>\S.*)$", re.I)
 """A logger's error line ([TensorRT-LLM][ERROR] ..., ComfyUI's "!!! Exception during processing !!! ...")."""
@@ -199,8 +203,8 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
     if found is None:
         return None
     number, message = found
-    backends = tuple(reading.framed or reading.backends) or word_backends(message) or fallback
     called = none_called(reading.lines, number)
+    backends = tuple(reading.framed or reading.backends) or word_backends(called or message) or fallback
     wanted = "" if called else asserted_available(message)
     if wanted:
         backends = FRAMEWORK_BACKENDS.get(wanted, ()) or backends
