@@ -10,6 +10,13 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("PY-NO-MODULE-SUBMODULE", "luka-group/mDPO#11 (transformers 4.32.1)",
+     "ModuleNotFoundError: No module named 'transformers.cache_utils'",
+     {"module": "transformers.cache_utils", "package": "transformers"}),
+    ("PY-NO-MODULE-SUBMODULE", "ustc-time-series/Time-R1#1",
+     "from transformers.modeling_flash_attention_utils import _flash_attention_forward\n"
+     "ModuleNotFoundError: No module named 'transformers.modeling_flash_attention_utils'",
+     {"module": "transformers.modeling_flash_attention_utils", "package": "transformers"}),
     ("GGML-NO-DEVICE-CODE", "mozilla-ai/llamafile#434 (a GPU of arch 600)",
      "ggml-cuda.cu:1412: ERROR: CUDA kernel vec_dot_q4_K_q8_1_impl_vmmq has no device code compatible with CUDA arch "
      "600. ggml-cuda.cu was compiled for: 500,600,700,800,900", {"kernel": "vec_dot_q4_K_q8_1_impl_vmmq", "arch": "600"}),
@@ -408,6 +415,11 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'transformers'"),
+    ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'transformers.x'; 'transformers' is not a package"),
+    ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'my_transformers.cache_utils'"),
+    ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'vllm._C'"),
+    ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'torch.nn.attention.flex_attention'"),
     ("GGML-NO-DEVICE-CODE", "CUDA error: no kernel image is available for execution on the device"),
     ("MPS-SDPA-MATMUL-SHAPES", 'loc("mps_matmul"("(mpsFileLoc): /AppleInternal/Library/BuildRoots/b11baf73/Library/'
      'Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/Core/Files/MPSGraphUtilities.mm":43:0)): error: invalid '

@@ -529,3 +529,20 @@ def test_an_out_of_memory_in_sdpa_is_not_answered_by_turning_a_fused_kernel_off(
     fixes = answer(COMFYUI_15135).cause.fixes
     assert not any(f.startswith(("disable SDPA's flash", "disable SDPA's memory-efficient")) for f in fixes), fixes
     assert any("repeat_interleave" in f and "enable_gqa" in f for f in fixes), fixes
+
+
+def test_a_missing_submodule_is_another_release_unless_the_package_imports_it_itself(cli):
+    """Python names the whole dotted module only when its package imported: the program's code asking transformers
+    for a module its release lacks is a release mismatch; vllm's own file asking for one is an incomplete install."""
+    program = ('  File "/home/u/repo/modeling.py", line 5, in <module>\n'
+               "    from transformers.modeling_flash_attention_utils import _flash_attention_forward\n"
+               "ModuleNotFoundError: No module named 'transformers.modeling_flash_attention_utils'")
+    cause = cause_of(cli, program)
+    assert cause["id"] == "PY-NO-MODULE-SUBMODULE" and cause["topics"] == ["version-mismatch"]
+    assert "upgrade transformers" in cause["fixes"][0]
+    itself = ('  File "/usr/local/lib/python3.12/dist-packages/vllm/attention/backends/flash_attn.py", line 30, in <module>\n'
+              "    from vllm.vllm_flash_attn.fa_utils import flash_attn_supports_fp8\n"
+              "ModuleNotFoundError: No module named 'vllm.vllm_flash_attn.fa_utils'")
+    cause = cause_of(cli, itself)
+    assert cause["topics"] == ["install-missing"] and cause["fixes"][0].startswith("reinstall vllm cleanly")
+    assert "vllm.vllm_flash_attn.fa_utils" in cause["cause"]

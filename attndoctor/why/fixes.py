@@ -272,6 +272,20 @@ NOT_THE_KERNELS = frozenset({"torch", "importlib", "functools", "einops", "accel
 """Frames that make the failing call without holding its kernel (torch's op dispatch runs other packages' kernels)."""
 
 
+def imports_itself(groups: Mapping[str, str], lines: Sequence[str], line: int) -> tuple[tuple[str, ...], str, tuple[str, ...]] | None:
+    """(topics, cause, fixes) where a package's own code imported its missing submodule (`No module named
+    'vllm.vllm_flash_attn.fa_utils'` raised in vllm's frame): its install lacks a file its release has, not a release
+    another program expects; None where the importing frame is another package's, the program's or not shown."""
+    package, module = groups.get("package") or "", groups.get("module") or ""
+    if not package or not module.startswith(package + ".") or raising_package(lines, line).split(".")[0] != package:
+        return None
+    return (("install-missing",),
+            f"{package}'s own code imports {module}, which this install of {package} does not hold: the install is "
+            "incomplete or mixes files of two releases",
+            (f"reinstall {package} cleanly (pip install --force-reinstall --no-deps {package}==<the version it reports>, "
+             "or rebuild the image without cached layers): its own files import a module the installed copy lacks",))
+
+
 def arch_rebuild_fix(entry: Any, lines: Sequence[str], line: int) -> tuple[str, ...]:
     """For a message that a binary holds no code for this GPU: rebuild the package whose traceback frame raised it,
     where one did; none for the program's own frame, torch's or no frame."""

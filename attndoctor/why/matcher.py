@@ -8,8 +8,8 @@ from typing import Any, Mapping, Sequence
 from ..engine.results import DERIVED_FROM
 from .candidate import Candidate
 from .fixes import (MIXED_DTYPES_FIX, NOT_THE_KERNELS, another_install, arch_rebuild_fix, caller_package, cudnn_bound_fix,
-                    cut_advice, distinct, fixed_value, generic_fix, kernel_package, own_advice, own_fix, own_requirement,
-                    package_of, raising_package, retired_fix, rule_fixes, shipped_by, with_caller)
+                    cut_advice, distinct, fixed_value, generic_fix, imports_itself, kernel_package, own_advice, own_fix,
+                    own_requirement, package_of, raising_package, retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
 from .reader import first_hits
 from .remedies import with_alternative
@@ -354,7 +354,9 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
             topics = tuple(dict.fromkeys((*topics, "install-missing")))
             reasons.append(ruled)
             cause = f"{cause}; but the facts given rule that out: {another[0]}"
-        fixes = with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, kernel_package(
+        itself = imports_itself(hit.groups, reading.lines, hit.line)  # (topics, cause, fixes) of a partial install
+        topics, cause = itself[:2] if itself else (topics, cause)
+        fixes = itself[2] if itself else with_alternative(_message_fixes(entry, hit, another, ruled_out, by_id, kernel_package(
             backends, packages), lambda: tuple(dict.fromkeys((
             *own_advice(reading.lines, hit.line), *cut_advice(entry, reading.lines, hit.line, generic_fix(
                 entry, topics, backends, line, packages, reading.framed)))))),
