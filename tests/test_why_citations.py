@@ -10,6 +10,11 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("GGML-FA-UNSUPPORTED-KV-TYPE", "ggml-org/llama.cpp#8864 (test-backend-ops on the HIP backend)",
+     "Unsupported KV type combination for head_size 64.\nBy default only f16 KV cache is supported.", {"hdim": "64"}),
+    ("FA-UNPAD-INPUT-RETURN-COUNT", "Vchitect/DCM#17 (the call spans lines; the error follows its first)",
+     "x_unpad, indices, cu_seqlens, max_s, used_seqlens_in_batch = unpad_input(\n"
+     "ValueError: not enough values to unpack (expected 5, got 4)", {"wanted": "5"}),
     ("PY-NO-MODULE-SUBMODULE", "luka-group/mDPO#11 (transformers 4.32.1)",
      "ModuleNotFoundError: No module named 'transformers.cache_utils'",
      {"module": "transformers.cache_utils", "package": "transformers"}),
@@ -415,6 +420,10 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
+    ("FA-UNPAD-INPUT-RETURN-COUNT", "out, softmax_lse, p, rng_state = _C_flashattention.fwd(\n"
+     "ValueError: too many values to unpack (expected 4)"),
+    ("FA-UNPAD-INPUT-RETURN-COUNT", "ValueError: too many values to unpack (expected 4)"),
     ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'transformers'"),
     ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'transformers.x'; 'transformers' is not a package"),
     ("PY-NO-MODULE-SUBMODULE", "ModuleNotFoundError: No module named 'my_transformers.cache_utils'"),
