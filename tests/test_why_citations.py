@@ -10,6 +10,9 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "llvm/llvm-project clang/test/SemaOpenCL (an MFMA builtin for a GPU without it)",
+     "error: '__builtin_amdgcn_mfma_f32_32x32x1f32' needs target feature mai-insts",
+     {"builtin": "__builtin_amdgcn_mfma_f32_32x32x1f32", "feature": "mai-insts"}),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "ggml-org/llama.cpp#8864 (test-backend-ops on the HIP backend)",
      "Unsupported KV type combination for head_size 64.\nBy default only f16 KV cache is supported.", {"hdim": "64"}),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "Vchitect/DCM#17 (the call spans lines; the error follows its first)",
@@ -420,6 +423,7 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "error: '__builtin_amdgcn_s_memrealtime' needs target feature s-memrealtime"),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "out, softmax_lse, p, rng_state = _C_flashattention.fwd(\n"
      "ValueError: too many values to unpack (expected 4)"),

@@ -93,6 +93,8 @@ def test_topics_come_from_what_a_rule_tests_and_what_a_message_says():
     assert "head-dim" in rule_topics(base["SDPA-FLASH-HEAD-DIM"])
     assert text_topics("out of resource: shared memory, Required: 139776") == ("shared-memory",)
     assert text_topics("undefined symbol: _ZN3c10") == ("install-abi",)
+    assert "fp8" in text_topics("kv_cache_sf must be provided for NVFP4 KV cache.")
+    assert "fp8" not in text_topics("the fp32 accumulator of an fp16 kernel")
     # xformers' per-operator reasons: a capability above the build's maximum is the build's, one below the minimum the GPU's
     too_new = text_topics("requires device with capability <= (9, 0) but your GPU has capability (12, 0) (too new)")
     assert {"gpu-arch", "install-arch"} <= set(too_new)

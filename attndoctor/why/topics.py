@@ -34,7 +34,8 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"compute capabilit(?:y|ies)|(?:device|GPU|CUDA) (?:with |has )?capability|\bsm_?\d{2,3}|is_sm\d|\bsm\d+x\b|cc_major|ampere|hopper|blackwell|turing|volta|"
      r"(?<!support for this )(?<!current )\barch", "gpu-arch"),
     (r"\bdtype|\bdata type|float16|bfloat16|float32|\bfp16\b|\bbf16\b|\bfp32\b|\bhalf\b", "dtype"),
-    (r"\bfp8|float8|e4m3|e5m2|kv[_ -]?cache[_ -]?dtype", "fp8"),
+    # FP4 formats (NVFP4, MXFP4) are the same kind of problem: a narrow float the kernel must support
+    (r"\bfp8|float8|e4m3|e5m2|kv[_ -]?cache[_ -]?dtype|\b(?:nv|mx)?fp4\b|float4|\bmxfp\d", "fp8"),
     # a model class "...ForCausalLM" names its task, not a mask
     # xformers' attn_bias is its mask too (LowerTriangularMask, BlockDiagonalMask are attn_bias types)
     (r"causal(?!lm)|attn_mask|mask|block sparsity|sparse_block_size|padding[_ ]side|\battn_bias\b", "mask"), (r"window", "window"), (r"dropout", "dropout"), (r"soft[_ -]?cap", "softcap"),
