@@ -148,6 +148,10 @@ def test_a_kernel_called_with_another_releases_arguments_is_a_version_mismatch(c
             "PYBIND-ATTENTION-KERNEL-ARGUMENTS", "version-mismatch"),
         "RuntimeError: _vllm_fa2_C::fwd_kvcache() expected at most 21 argument(s) but received 22 argument(s). "
         "Declaration: _vllm_fa2_C::fwd_kvcache(Tensor q)": ("TORCH-OP-SCHEMA-ARGUMENT-COUNT", "version-mismatch"),
+        # FlashInfer's JIT modules name the kernel in the namespace and the step in the op (flashinfer-ai/flashinfer#1720)
+        "RuntimeError: batch_prefill_with_kv_cache_dtype_q_bf16_dtype_kv_bf16_head_dim_qk_128::plan() is missing value "
+        "for argument '_15'. Declaration: batch_prefill_with_kv_cache_dtype_q_bf16::plan(Tensor _0, int _15) -> Tensor _0": (
+            "TORCH-OP-SCHEMA-ARGUMENT-COUNT", "version-mismatch"),
         "TypeError: apply_rotary_pos_emb_flashatt() takes 2 positional arguments but 4 were given": (
             "PY-ATTENTION-CALL-SIGNATURE", "version-mismatch"),
         "TypeError: FlashAttention.forward() missing 1 required positional argument: 'cu_seqlens'": (
