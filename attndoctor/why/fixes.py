@@ -272,7 +272,8 @@ NOT_THE_KERNELS = frozenset({"torch", "importlib", "functools", "einops", "accel
 """Frames that make the failing call without holding its kernel (torch's op dispatch runs other packages' kernels)."""
 
 
-def imports_itself(groups: Mapping[str, str], lines: Sequence[str], line: int) -> tuple[tuple[str, ...], str, tuple[str, ...]] | None:
+def imports_itself(groups: Mapping[str, str], lines: Sequence[str],
+                   line: int) -> tuple[tuple[str, ...], str, tuple[str, ...]] | None:
     """(topics, cause, fixes) where a package's own code imported its missing submodule (`No module named
     'vllm.vllm_flash_attn.fa_utils'` raised in vllm's frame): its install lacks a file its release has, not a release
     another program expects; None where the importing frame is another package's, the program's or not shown."""
