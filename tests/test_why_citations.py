@@ -10,6 +10,9 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("PY-NAME-FLASH-ATTN-NOT-DEFINED", "studio-dots-ai/dots.ocr#164 (Windows, CPU: no flash-attn)",
+     "Error during processing: name '_flash_supports_window_size' is not defined",
+     {"name": "_flash_supports_window_size"}),
     ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "llvm/llvm-project clang/test/SemaOpenCL (an MFMA builtin for a GPU without it)",
      "error: '__builtin_amdgcn_mfma_f32_32x32x1f32' needs target feature mai-insts",
      {"builtin": "__builtin_amdgcn_mfma_f32_32x32x1f32", "feature": "mai-insts"}),
