@@ -10,6 +10,9 @@ from attndoctor.why.catalogue import load_catalogue
 
 # (entry id, where the text comes from, the real text, groups the match must give)
 REAL_TEXTS = [
+    ("PY-NONE-XFORMERS-ATTN-BIAS", "unslothai/unsloth#1617 (the SFT trainer, xformers not importing)",
+     "When I am using either the unsloth trainer or the SFTTrainer, I get the error 'NoneType' object has no attribute "
+     "'attn_bias'", {"name": "attn_bias"}),
     ("PY-NAME-FLASH-ATTN-NOT-DEFINED", "studio-dots-ai/dots.ocr#164 (Windows, CPU: no flash-attn)",
      "Error during processing: name '_flash_supports_window_size' is not defined",
      {"name": "_flash_supports_window_size"}),
@@ -426,6 +429,7 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("PY-NONE-XFORMERS-ATTN-BIAS", "AttributeError: 'NoneType' object has no attribute 'attn_bias_type'"),
     ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "error: '__builtin_amdgcn_s_memrealtime' needs target feature s-memrealtime"),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "out, softmax_lse, p, rng_state = _C_flashattention.fwd(\n"
