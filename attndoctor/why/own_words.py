@@ -16,14 +16,13 @@ _SERVING_PREFIX = (r"(?:\([^)]*\)\s*)*(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s
 """vLLM's logger before each relayed line: "(VllmWorker rank=0 pid=2) ERROR 07-07 13:43:36 [file.py:226] "."""
 _RAISED = re.compile(
     r"^\s*" + _SERVING_PREFIX + r"(?:\[[^\]]*\]:?\s*)*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|OutOfResources|"
-    r"Assertion failed|panic)\s*:\s*(?P<message>\S.*)$")
+    r"Assertion failed|panic|LLVM ERROR)\s*:\s*(?P<message>\S.*)$")
 """An exception's line (RuntimeError: ..., [rank0]: torch._inductor.exc.InductorError: ..., Assertion failed: ...),
-or a Go program's panic (Ollama's runner: "panic: failed to sample token ...")."""
+a Go program's panic (Ollama's runner: "panic: failed to sample token ...") or a compiler crash in LLVM's words
+(triton's backend: "LLVM ERROR: Cannot select: ..." before the abort)."""
 _TAGGED = re.compile(r"^\s*(?:(?:\[[^\]]*\]\s*)*\[(?:ERROR|FATAL|E)\]\s*:?|!!! Exception during processing !!!)\s*"
                      r"(?P<message>\S.*)$", re.I)
 """A logger's error line ([TensorRT-LLM][ERROR] ..., ComfyUI's "!!! Exception during processing !!! ...")."""
-_LLVM = re.compile(r"^\s*LLVM ERROR:\s*(?P<message>\S.*)$")
-"""A compiler crash in LLVM's words (triton's backend): "LLVM ERROR: Cannot select: ..." before the abort."""
 _UNREACHABLE = re.compile(r"^\s*UNREACHABLE executed at \S+")
 """LLVM's llvm_unreachable: its message is the line above, when it has one."""
 _RAISED_BY = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception|Warning))\s*:\s*")
@@ -121,7 +120,7 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
             statement = failed_assert(lines, number)
             if statement:
                 return number, statement
-        found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1]) or _LLVM.match(lines[number - 1])
+        found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1])
         if found and len(found.group("message").strip(" `'\"")) >= MIN_CHARS:
             return number, message_part(found.group("message")).strip(" `")
         above = lines[number - 2].strip() if number > 1 and _UNREACHABLE.match(lines[number - 1]) else ""

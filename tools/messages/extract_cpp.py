@@ -131,6 +131,14 @@ def check_macros(source: str) -> dict:
     return out
 
 
+def _scope_at(masked: str, pos: int) -> list:
+    """The function a message at `pos` lies in (the last definition within 20,000 characters above it), as a list."""
+    fm = None
+    for fm in _FUNC.finditer(masked, max(0, pos - 20000), pos):
+        pass
+    return [fm.group(1)] if fm else []
+
+
 def _macro_checks(source: str, masked: str, lines: list, line_of, macros: dict) -> list:
     """The messages of the calls of `macros` (check_macros), each call's argument text put where the macro puts it."""
     out: list = []
@@ -148,14 +156,12 @@ def _macro_checks(source: str, masked: str, lines: list, line_of, macros: dict) 
         arg = _stringize(source, masked, spans[0])
         param, checks = macros[m.group(1)]
         l0 = line_of(m.start())
-        fm = None
-        for fm in _FUNC.finditer(masked, max(0, m.start() - 20000), m.start()):
-            pass
+        scope = _scope_at(masked, m.start())
         for cond, literal in checks:
             raw = Raw(kind="error", parts=merge_parts([(LIT, arg + literal)]),
                       condition=re.sub(r"\b%s\b" % re.escape(param), lambda _: arg, cond),
                       text="\n".join(lines[l0 - 1:line_of(close)]).strip()[:300], line=l0)
-            raw.scope = [fm.group(1)] if fm else []
+            raw.scope = scope
             out.append(raw)
     return out
 
@@ -461,7 +467,8 @@ def extract(source: str, stringizing: bool = False, macros: dict | None = None) 
     """One pass over a C++/CUDA file yields every message it can print and the counts of what it skipped;
     `stringizing` reads FlashInfer's argument-text checks too (STRINGIZING), `macros` the calls of a release's
     argument-text check macros (check_macros)."""
-    if not _CALL.search(source) and not (stringizing and _STRINGIZING_CALL.search(source)) and not macros:
+    if not _CALL.search(source) and not (stringizing and _STRINGIZING_CALL.search(source)) and not any(
+            name in source for name in macros or {}):
         return [], {}
     masked = _mask(source)
     src_lines = source.splitlines()
@@ -536,10 +543,7 @@ def extract(source: str, stringizing: bool = False, macros: dict | None = None) 
         l0, l1 = line_of(m.start()), line_of(close)
         text = "\n".join(src_lines[l0 - 1:l1]).strip()[:300]
         raw = Raw(kind=kind, parts=parts, condition=cond, text=text, line=l0, trigger=trigger and bool(cond))
-        fm = None
-        for fm in _FUNC.finditer(masked, max(0, m.start() - 20000), m.start()):
-            pass
-        raw.scope = [fm.group(1)] if fm else []
+        raw.scope = _scope_at(masked, m.start())
         out.append(raw)
     if stringizing:
         out.extend(_stringizing_checks(source, masked, src_lines, line_of))
