@@ -213,3 +213,32 @@ def test_a_check_that_holds_only_below_a_cudnn_release_offers_that_release(cli):
     # the lower of the compiled and the loaded cuDNN (cudnn-frontend's stats_use_log2 check)
     assert cudnn_bound_fix("stats_use_log2 && std::min(detail::get_compiled_version(), detail::get_backend_version()) "
                            "< 92700", None)[0].startswith("upgrade cuDNN to 9.27.0")
+
+
+def test_a_message_printed_word_for_word_beats_one_whose_placeholder_takes_those_words(cli):
+    """PyTorch's memory-efficient kernel prints "(*bias): last dimension must be contiguous" word for word
+    (CHECK_NOSPARSE_LASTCONTIGUOUS_CUDA in mem_eff_attention/gemm_kernel_utils.h); flash-attn 4's f"{name} must be
+    contiguous" (flash_attn/cute/interface.py) matches the same line only by taking "(*bias): last dimension" as the
+    name. The message whose own words cover the line is the likelier source; a line only the looser one reads keeps
+    it."""
+    doc = json.loads(cli("why", "RuntimeError: (*bias): last dimension must be contiguous", "--no-here", "--format",
+                         "json")[1])
+    assert doc["cause"]["id"] == "PYTORCH-25CFA74DD912"
+    doc = json.loads(cli("why", "AssertionError: q must be contiguous", "--no-here", "--format", "json")[1])
+    assert doc["cause"]["id"] == "FLASH-ATTN-4-7C97EB8A6362"
+
+
+def test_the_memory_efficient_kernels_bias_is_sdpas_mask_and_a_contiguous_last_dimension_is_a_layout():
+    """SDPA hands its attn_mask to the memory-efficient kernel as its bias (aten/src/ATen/native/transformers/
+    attention.cpp@v2.6.0:744, `_scaled_dot_product_efficient_attention(query_, key, value, attn_mask, ...)`): a
+    PyTorch message about `bias` is about the mask the program passed. "last dimension must be contiguous" is about
+    the tensor's memory layout, not its head dim."""
+    from attndoctor.engine.rules import load_rulebase
+
+    base = {r.id: r for r in load_rulebase().rules}
+    bias = next(e for e in load_index() if e.id == "PYTORCH-25CFA74DD912")
+    topics = entry_topics(bias, base)
+    assert topics[0] == "mask" and "layout" in topics and "head-dim" not in topics
+    assert "head-dim" in text_topics("query: last dimension must be a multiple of 8")
+    fp8 = next(e for e in load_index() if e.id == "CUDNN-FRONTEND-4586B20EF34E")  # cuDNN's bias is a bias of its own
+    assert "mask" not in entry_topics(fp8, base) and "bias" in entry_topics(fp8, base)

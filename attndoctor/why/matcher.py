@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping, Sequence
 
 from ..engine.results import DERIVED_FROM
@@ -11,9 +10,10 @@ from .fixes import (MIXED_DTYPES_FIX, NOT_THE_KERNELS, another_install, arch_reb
                     cut_advice, distinct, fixed_value, generic_fix, imports_itself, kernel_package, own_advice, own_fix,
                     own_requirement, package_of, raising_package, retired_fix, rule_fixes, shipped_by, with_caller)
 from .own_words import words_cause
+from .message_score import CAUSE_AT, message_score, own_positions
 from .reader import first_hits
 from .remedies import with_alternative
-from .similarity import WINDOW, Similarity, tokens
+from .similarity import Similarity, tokens
 from .topics import entry_topics, install_topics, rule_topics, text_topics
 
 LINK = 3.0
@@ -31,13 +31,6 @@ UNSHOWN_PACKAGE = -1.0
 not show in use (flash-attn 3's Blackwell refusal for a bare 'no kernel image' from a torch build)."""
 INFERRED_SYMPTOM = 0.5
 """The similarity weight of a rule whose evidence is inferred: its symptom text was not observed."""
-CATALOGUE_CAUSE = 3.5
-"""A catalogue message that carries its own cause and fix (a broken install, a driver error)."""
-INDEXED_CAUSE = 3.0
-"""A library's own message, read from its source: it names its check, though no rule models it."""
-LOG_CAUSE = -0.5
-"""Added to a log line that stands as a cause: only where no error or warning was recognised, and only a log about
-a kind of problem ("Unable to import the official flash attention ...")."""
 RESEMBLES = 0.01
 """How far below the text's own message a rule goes that only its symptom's words point at."""
 RESEMBLES_ONLY = ("only its symptom's words point at it, and the text holds a library's own message about another "
@@ -45,26 +38,6 @@ RESEMBLES_ONLY = ("only its symptom's words point at it, and the text holds a li
 RULED_OUT_CAUSES = -1.0
 """Added to a message whose every modelled cause the facts rule out: it was printed, so it stays a cause, but its
 rules' fixes are not offered and another explanation may rank above it."""
-ERROR_LINE, LAST_ERROR = 0.3, 0.3
-"""An error outranks a warning or log line about the same run, and the last error (the exception) the others."""
-REPEATED, REPEATED_MAX = 0.2, 0.6
-"""A message its line repeats (the reason every refused backend gives in one "No valid backend ... Reasons: {...}"
-line) beats one reason of one backend."""
-FALLBACK_OP = 0.4
-"""Added to a reason xformers gives for its cutlass operator, the one that runs where no other does: the reasons of
-an operator the GPU or the build rules out anyway (fa3F before Hopper, an unbuilt flash op) are not what to fix."""
-_XFORMERS_OP = re.compile(r"(?:^|\s)`(?P<op>[\w@.\-]+)` is not supported because:")
-RESEMBLED = -0.5
-"""Added to a message the text holds only in other words (why.resemble): probably it, from a release not read."""
-RETIRED = -0.05
-"""Added to an index message its library's later releases no longer print: where a current release prints the same
-words, that one is the likelier source (the versions, when given, decide it)."""
-NAMED_LIBRARY = 0.05
-"""Added to an index message whose library the lines up to it name: of the libraries that print it word for word
-(ms-swift's copy of transformers' warning, which says `Transformers version v5.0.0`), the one the text names."""
-MESSAGE_ALONE = 1.5
-"""Added to such a message when no rule that holds scores CAUSE_AT: a rule that may apply (its facts not given) is
-a hypothesis, the message's own cause is what the text shows."""
 INSTALL_FINDING = 6.0
 """A finding about the installed binaries, handed in by the caller (see explain_text's `install_findings`): read from
 this machine, it outweighs a rule that only might apply."""
@@ -83,8 +56,6 @@ SHARED_LINK = 2 / 3
 """The share of LINK a rule gets from a message any kernel prints (the CUDA runtime's) that also links known bugs of
 other libraries' kernels, where the text names none of them: one of several that end this way, it stays beside the
 message (within why.service.CLOSE of it) rather than above it."""
-CAUSE_AT = 3.0
-"""The score from which the best candidate is named the likely cause (exit 0)."""
 CONSIDER_AT = 0.35
 """Symptom similarity from which a rule no message links is considered at all."""
 def rank(*, reading: Any, rules: Sequence[Any], result: Any, install_findings: Sequence[Mapping[str, Any]] = (),
@@ -317,23 +288,7 @@ def _message_candidates(reading: Any, by_id: Mapping[str, Any], found: Mapping[s
         if hit.groups:  # the values a message printed name its kind too: The "packing" feature requires ...
             printed = text_topics(*(v for h in reading.hits if h.entry.id == entry.id for v in _printed(h.groups)))
             topics = tuple(dict.fromkeys(t for t in (*topics, *printed) if t != "other")) or topics
-        score = (INDEXED_CAUSE if entry.indexed else CATALOGUE_CAUSE) + (MESSAGE_ALONE if best_rule < CAUSE_AT else 0.0)
-        if entry.kind == "error":
-            score += ERROR_LINE + (LAST_ERROR if hit.line == last_error else 0.0)
-        elif entry.kind == "log" and not entry.fix:
-            score += LOG_CAUSE
-        opened, reasons = _matched(entry, hit, reading)
-        score += opened + (RETIRED if entry.retired else 0.0)
-        ops = {_xformers_op(reading.lines, h.line) for h in reading.hits if h.entry.id == entry.id} - {""} \
-            if entry.library == "xformers" else set()
-        if any(op.startswith("cutlass") for op in ops):
-            score += FALLBACK_OP
-            reasons.append("it is a reason of xformers' cutlass operator, the one that runs where no other does")
-        repeats = _repeats(entry, reading.lines[hit.line - 1]) if 0 < hit.line <= len(reading.lines) else 1
-        if max(repeats, len(ops)) > 1:
-            score += min(REPEATED_MAX, REPEATED * (max(repeats, len(ops)) - 1))
-            reasons.append(f"its line gives it {repeats} times" if repeats >= len(ops) else
-                           f"{len(ops)} of xformers' operators give it")
+        score, reasons = message_score(entry, hit, reading, best_rule, last_error, problems)
         backends = message_backends(entry, reading.framed or reading.backends) or fallback
         if against and not against & set(backends):
             score += OTHER_BACKEND
@@ -405,28 +360,6 @@ def _one_of_many(reading: Any, links: Mapping[str, tuple[str, ...]], found: Mapp
 
     return frozenset(h.entry.id for h in reading.hits if not (h.entry.backends or h.entry.fix)
                      and len(libraries(h.entry.id)) > 1)
-
-
-def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:
-    """What a message's line adds by how it matched (in other words; beside its library's name where another library
-    prints it too), and the reason that opens the message's list."""
-    if hit.resembles:
-        return RESEMBLED, [f"line {hit.line} resembles this {entry.library} {entry.kind} ({hit.resembles:.0%} of the "
-                           "words in common): the same check, probably from a release whose wording was not read"]
-    from .index import LABELS
-
-    label = LABELS.get(entry.library, entry.library)
-    near = " ".join(reading.lines[max(0, hit.line - WINDOW - 1):hit.line]).lower()
-    shared = entry.indexed and any(h.line == hit.line and h.entry.indexed and h.entry.library != entry.library
-                                   for h in reading.hits)
-    named = shared and any(re.search(rf"(?<![\w-]){_spelled(n)}(?![\w-])", near) for n in {entry.library, label})
-    return (NAMED_LIBRARY if named else 0.0), [f"line {hit.line} is this {entry.library} {entry.kind}"
-                                                + (f", and the text names {label}" if named else "")]
-
-
-def _spelled(name: str) -> str:
-    """A library's name as people write it: SageAttention also as 'sage attention', 'sage_attention', 'sage-attention'."""
-    return r"[\s_-]?".join(re.escape(part.lower()) for part in re.split(r"(?<=[a-z])(?=[A-Z])", name))
 
 
 def _message_fixes(entry: Any, hit: Any, another: tuple[str, str] | None, ruled_out: Sequence[str],
@@ -531,24 +464,9 @@ def _curated_lines(reading: Any) -> set[int]:
         h.entry.kind == "log" and not h.entry.rules and not h.entry.fix and not getattr(h.entry, "topic", ""))}
 
 
-def _xformers_op(lines: Sequence[str], number: int) -> str:
-    """The operator whose list of reasons ("`cutlassF-pt` is not supported because:") a line belongs to."""
-    for line in reversed(lines[max(0, number - 12):number - 1]):
-        found = _XFORMERS_OP.search(line)
-        if found:
-            return found.group("op")
-    return ""
-
-
 def _line_of(reading: Any, hit: Any) -> str:
     """The whole line a message was found on: a loader's message names its file before the match."""
     return reading.lines[hit.line - 1] if 0 < hit.line <= len(reading.lines) else hit.text
-
-
-def _repeats(entry: Any, line: str) -> int:
-    """How many times a line holds an entry's message (by its required literal)."""
-    literals = [lit for lit, fold in (entry.literals or ()) if not fold and lit]
-    return max((line.count(lit) for lit in literals), default=1) or 1
 
 
 def _reasons(groups: Mapping[str, str]) -> tuple[str, ...]:
@@ -574,6 +492,7 @@ def _listed_reasons(hits: Sequence[Any]) -> set[tuple[int, str]]:
 
 
 def _part_of(inner: Any, outer: Any) -> bool:
+    """Whether a message's match is a piece of a longer one's on its line, not one whose placeholders took its words."""
     if not (inner.entry.indexed and outer.entry.indexed):
         return False
     if any(inner.text in reasons for reasons in _reasons(outer.groups)):
@@ -581,5 +500,5 @@ def _part_of(inner: Any, outer: Any) -> bool:
     (a, b), (c, d) = inner.span, outer.span
     literal = inner.entry.literals[0][0] if inner.entry.literals else ""
     return (inner.entry.library == outer.entry.library and c <= a and b <= d and b - a < d - c and bool(literal)
-            and literal in outer.entry.template)
+            and literal in outer.entry.template and not own_positions(outer) < own_positions(inner))
 

@@ -27,7 +27,7 @@ that fails on it found the package installed and its binary not loading."""
 WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I), t) for p, t in (
     # Blackwell's tensor memory (TMEM) holds the accumulators, whose columns grow with the head dim; FlashInfer's
     # NUM_MMA_D_QK / NUM_MMA_D_VO are the head dims in MMA tiles
-    (r"head[_ ]?dim|headdim|head[_ ]?size|size per head|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension|"
+    (r"head[_ ]?dim|headdim|head[_ ]?size|size per head|hidden_dim|embedding dimension|embed per head|(?<!contiguous )last dimension(?! must be contiguous)|"
      r"(?:\b|_)d_?(?:qk|vo?)\b|tmem", "head-dim"),
     # transformers' "request support for this architecture" / "The current architecture does not support ..." is the
     # model's architecture
@@ -99,6 +99,12 @@ _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 """A placeholder's name in an index pattern ({flash_attn_version}) is the source's variable, not the message's words."""
 
 
+MASK_AS_BIAS = frozenset({"pytorch"})
+"""Libraries whose kernels take the caller's mask as their `bias`: SDPA hands attn_mask to the memory-efficient kernel
+as its attn_bias (pytorch/pytorch aten/src/ATen/native/transformers/attention.cpp@v2.6.0:744), so its messages about
+`bias` are about the mask the program passed."""
+
+
 def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
     """A catalogue or index message's kinds: its install kind, else its rules' kinds, else its own words."""
     if getattr(entry, "topic", ""):
@@ -109,6 +115,8 @@ def entry_topics(entry: Any, rules: Mapping[str, Any]) -> tuple[str, ...]:
     pattern = getattr(entry, "pattern", None) and entry.pattern.pattern or ""
     words = re.sub(r"\\(.)", r"\1", _GROUP_NAME.sub("(", pattern) if getattr(entry, "indexed", False) else pattern)
     own = text_topics(words, getattr(entry, "note", ""))
+    if "bias" in own and getattr(entry, "library", "") in MASK_AS_BIAS:
+        own = tuple(dict.fromkeys(("mask", *own)))
     if getattr(entry, "indexed", False):
         return tuple(dict.fromkeys(own + tuple(linked))) or ("other",)
     return tuple(dict.fromkeys(linked)) or own or text_topics(entry.meaning, entry.fix) or ("other",)
