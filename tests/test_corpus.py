@@ -93,6 +93,20 @@ def test_the_why_scorer_judges_backend_kind_and_fix():
     assert score.score([wrong])["right"] == 0
 
 
+def test_the_why_scorer_reads_the_package_of_a_target_with_a_version_or_a_note():
+    """A thread's fix written "xformers (compiled from source)" or "flash-attn==2.3.3" names the package xformers or
+    flash-attn; a target of several words ("attention head dim (<= 64 ...)") is matched only whole."""
+    fix_right = tool("corpus/score_why.py").fix_right
+    reinstall = ["reinstall xformers with a build compiled for this GPU"]
+    assert fix_right({"action": "reinstall", "target": "xformers (compiled from source)"}, reinstall)
+    assert fix_right({"action": "downgrade", "target": "flash-attn==2.3.3"}, ["pin flash-attn to 2.3.3"])
+    assert fix_right({"action": "upgrade", "target": "torch 2.1.0"}, ["upgrade torch to 2.1 or later"])
+    assert not fix_right({"action": "reinstall", "target": "xformers (compiled from source)"},
+                         ["reinstall flash-attn built for this GPU"])
+    assert not fix_right({"action": "change-config", "target": "attention head dim (<= 64 for backward on RTX 4090)"},
+                         ["change the attention implementation"])
+
+
 @pytest.mark.parametrize("half", ["heldout", "tuning"])
 def test_every_case_can_be_asked(half):
     """Both scorers turn each case into a command line (the scores themselves are reported, not asserted here)."""

@@ -62,14 +62,27 @@ def norm(text: str) -> str:
     return re.sub(r"\s*=\s*", "=", re.sub(r"\s+", " ", text))
 
 
+_PACKAGE = re.compile(r"(?P<package>[a-z][\w.\-]*?)\s*(?:(?:==|>=|<=|<|>|\s)\s*v?\d[\w.+]*)?\s*(?:\(.*\))?")
+"""A target that is one package with a version or a note after it: "xformers (compiled from source)", "torch 2.1.0",
+"flash-attn==2.3.3"."""
+
+
+def target_names(target: str) -> tuple[str, ...]:
+    """How a fix may name the thread's target: its known spellings, else the target itself and its package's name."""
+    one = _PACKAGE.fullmatch(target)
+    names = [target] + ([one["package"]] if one and len(one["package"]) > 2 else [])
+    known = [TARGETS.get(n.replace("-", "_").replace(" ", "_")) for n in names]
+    spelled = (n for name in names for n in (name, name.replace("_", "-"), name.replace("-", "_")))
+    return tuple(dict.fromkeys(n for group in known if group for n in group)) or tuple(dict.fromkeys(spelled))
+
+
 def fix_right(case_fix: dict | None, fixes: list[str]) -> bool | None:
     """Whether one of the cause's fixes is the thread's fix: the same package, variable, field or backend, and an
     action of the same kind. None when the thread names no fix."""
     if not case_fix:
         return None
     target = norm(str(case_fix.get("target", "")))
-    names = TARGETS.get(target.replace("-", "_").replace(" ", "_"),
-                        (target, target.replace("_", "-"), target.replace("-", "_")))
+    names = target_names(target)
     words = ACTIONS.get(case_fix.get("action", ""), ())
     for fix in fixes:
         text = norm(fix)
