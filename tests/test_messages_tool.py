@@ -123,6 +123,11 @@ def test_a_size_placeholder_takes_a_number_or_a_tuple():
     pattern, _ = pattern_of([(LIT, "head_size should be a multiple of 8, got "), (PH, "head_size", ""), (LIT, ".")])
     assert re.search(pattern, "head_size should be a multiple of 8, got 72.").group("head_size") == "72"
     assert not re.search(pattern, "head_size should be a multiple of 8, got many.")
+    # a tensor's .size() prints torch.Size([...]) (transformers' "Attention mask should be of size {}, but is {}")
+    pattern, _ = pattern_of([(LIT, "Attention mask should be of size "), (PH, "bsz_1_tgt_len_src_len", ""),
+                             (LIT, ", but is "), (PH, "causal_attention_mask_size", "")])
+    found = re.search(pattern, "ValueError: Attention mask should be of size (1, 1, 30, 30), but is torch.Size([1, 30, 30])")
+    assert found and found.group("causal_attention_mask_size") == "torch.Size([1, 30, 30])"
 
 
 def test_a_types_placeholder_takes_the_types_repr_whatever_its_name_holds():

@@ -216,6 +216,17 @@ def test_numbers_both_lines_print_do_not_make_them_alike():
     assert vocabulary.best("AssertionError: head_kv should be a multiple of 64 here") is not None
 
 
+def test_words_hundreds_of_messages_print_do_not_make_two_lines_alike():
+    """PyTorch's in-place broadcast error ("output with shape [..] doesn't match the broadcast shape [..]") shares
+    four words with NATTEN's "Output shape output.shape=.. doesn't match input shape ..." (src/natten/ops.py@v0.17.5),
+    all of them in hundreds of the index's messages: no sign of the same check. A line that keeps a rarer word of the
+    message still resembles it."""
+    line = "RuntimeError: output with shape [3, 4, 1, 1] doesn't match the broadcast shape [3, 4, 1, 280]"
+    assert not resemble.resembling_hits([line], [], tuple(load_index()))
+    reworded = "AssertionError: Output shape torch.Size([1, 8]) doesn't match the input shape output_0 of natten"
+    assert [h.entry.library for h in resemble.resembling_hits([reworded], [], tuple(load_index()))] == ["natten"]
+
+
 def test_a_build_without_a_header_is_a_missing_install(cli):
     assert_causes(cli, {
         "/x/util/tensor_fill.h:52:10: fatal error: curand_kernel.h: No such file or directory": (

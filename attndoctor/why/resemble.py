@@ -15,8 +15,8 @@ from .reader import Hit
 RESEMBLES_AT = 0.65
 """The share of the message's weighted words the line must hold, and of the line's words the message must hold."""
 COMMON_MIN = 4
-"""Words in common, numbers aside (a 64 both print is a value met by chance), below which two lines resemble by
-chance."""
+"""Words in common, numbers and words in more than RARE messages aside (a 64 both print is a value met by chance; "output
+shape doesn't match" are words of hundreds of messages), below which two lines resemble by chance."""
 RARE = 300
 """A word in more messages than this does not propose candidates (it still counts in the shares)."""
 LINES_MAX = 2000
@@ -60,7 +60,7 @@ class _Vocabulary:
         best: tuple[int, float] | None = None
         for i in found:
             common = words & self.words[i]
-            if sum(not w.isdigit() for w in common) < COMMON_MIN:
+            if sum(not w.isdigit() and w in self.holders for w in common) < COMMON_MIN:
                 continue
             shared = sum(self.weight(w) for w in common)
             # a number the message does not print is a value of the line, not a word of another message

@@ -23,7 +23,7 @@ from .sources import CACHE, MIRROR, SOURCES, backends_for
 
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
-             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "triton",
+             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "triton",
              "cuda", "loader"]
 
 

@@ -88,8 +88,9 @@ NAME_VALUE = r"[\w.:+\-]+"
 word before it, outside the group."""
 
 
-INT_OR_TUPLE = r"-?\d+|\([-\d, ]+\)"
-"""A value whose name says it is a count or a size: an integer, or a Python tuple of them (`correct_2d_size`)."""
+INT_OR_TUPLE = r"-?\d+|\([-\d, ]+\)|torch\.Size\(\[[-\d, ]*\]\)"
+"""A value whose name says it is a count or a size: an integer, a Python tuple of them (`correct_2d_size`), or what a
+tensor's .size() prints (torch.Size([1, 30, 30]))."""
 
 
 TYPE_REPR = r"<class '[\w.]+'>|[\w.]+"

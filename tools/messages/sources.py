@@ -187,6 +187,18 @@ SOURCES = [
         "library": lambda p, ref="": "sageattention", "include": [r"^sageattention/.*\.py$"],
     },
     {
+        # neighborhood attention: its Python checks (0.17 on: natten/utils/checks.py, backends/) and its extension's
+        # TORCH_CHECKs, through CHECK_CONTIGUOUS/CHECK_CUDA (csrc/include/natten/helpers.h)
+        "name": "natten", "repo": "SHI-Labs/NATTEN", "git": "SHI-Labs+NATTEN",
+        "refs": ["v0.14.6", "v0.15.1", "v0.17.5", "v0.20.1", "v0.21.6"], "library": lambda p, ref="": "natten",
+        "check_macros": True,
+        "include": [r"^src/natten/(?!flops|profiler|profiling_utils/|autotuner/)[^/]+\.py$",
+                    r"^src/natten/(utils|backends|backends/configs|backends/configs/[^/]+|token_permute)/[^/]+\.py$",
+                    r"^src/natten/csrc/[^/]+\.(h|cpp)$", r"^src/natten/csrc/cuda/[^/]+\.(cu|cuh)$",
+                    r"^csrc/include/natten/(pytorch/)?helpers\.h$", r"^csrc/src/[^/]+\.(cu|cpp)$",
+                    r"^csrc/src/pytorch/[^/]+\.(cu|cpp)$"],
+    },
+    {
         "name": "tgi", "repo": "huggingface/text-generation-inference", "git": "huggingface+text-generation-inference",
         "refs": ["v0.9.0", "v1.0.3", "v1.4.5", "v2.0.4", "v2.4.1", "v3.3.7"], "library": lambda p, ref="": "tgi",
         "include": [r"^server/text_generation_server/utils/(flash_attn|flash_attn_triton|paged_attention|"
