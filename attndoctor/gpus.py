@@ -17,7 +17,7 @@ ARCHES = ("Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada", "Ho
 _NOISE_WORDS = re.compile(r"\b(nvidia|geforce|tesla)\b")
 # What may follow a known name in a longer one, such as an NVML name we do not list ("NVIDIA B300 SXM6 AC"):
 # form factor, memory size and type, edition words. Anything else ("L40" after "L4", "Laptop GPU") is no match.
-_SUFFIX_OK = re.compile(r"^(?:sxm\d*|pcie|nvl\d*|hbm\d*e?|\d+gb?|gb|edition|workstation|server|maxq|generation|"
+_SUFFIX_OK = re.compile(r"^(?:sxm\d*|pcie|nvl\d*|hbm\d*e?|\d+gb?|gb|edition|workstation|ws|server|maxq|generation|"
                         r"ac|oem|d)+$")
 _SM_TEXT = r"(?:sm|compute)[_\- ]?(\d{2,3})[af]?"
 _SM_FORM = re.compile(rf"^{_SM_TEXT}$")
@@ -35,9 +35,9 @@ _OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}
                            r"xpu)\b", re.I)
 """Names of accelerators of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple M chips, Huawei
 Ascend NPUs, Google TPUs): told apart from an unknown NVIDIA name, whose nearest known names help."""
-_CAPABILITY = re.compile(r"^(?:(?:cuda |compute )?capability|cc)?\s*[:=]?\s*\(?\s*(\d{1,2})\s*[.,]\s*(\d)\s*\)?$", re.I)
+_CAPABILITY = re.compile(r"^(?:(?:cuda |compute )?capability|compute|cc)?\s*[:=]?\s*\(?\s*(\d{1,2})\s*[.,]\s*(\d)\s*\)?$", re.I)
 """A compute capability as nvidia-smi (compute_cap 8.6), torch.cuda.get_device_capability() ((8, 6)) and people
-("compute capability 7.5", "CC 8.9") write it."""
+("compute capability 7.5", "CC 8.9", "compute 12.0") write it."""
 _WORD = re.compile(r"[a-z]+|\d+")
 _SM_WORD = re.compile(rf"\b{_SM_TEXT}\b", re.I)
 EXAMPLE_NAMES = ("H100", "A100", "L40S", "RTX4090", "B200")

@@ -198,7 +198,7 @@ def test_parse_sm() -> None:
 
 @pytest.mark.parametrize(("text", "sm"), [("compute capability 7.5", 75), ("Compute Capability: 8.6", 86),
                                           ("CC 8.9", 89), ("capability (8, 6)", 86), ("(9, 0)", 90),
-                                          ("CUDA capability sm_120", 120)])
+                                          ("CUDA capability sm_120", 120), ("compute 12.0", 120)])
 def test_a_compute_capability_as_tools_and_people_print_it(text: str, sm: int) -> None:
     """nvidia-smi --query-gpu=compute_cap, torch.cuda.get_device_capability() and the words people write."""
     assert resolve_gpu(text) == (f"sm{sm}", sm)

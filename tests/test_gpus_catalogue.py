@@ -99,6 +99,11 @@ def test_the_sm_table_has_nothing_else() -> None:
     ("DGX Spark", "GB10"),
     ("Jetson AGX Thor", "Jetson T5000"),
     ("gtx1080ti", "GTX 1080 Ti"),
+    # "6000 Pro" in the order of the Ada and Ampere cards' names, WS for Workstation Edition
+    ("RTX 6000 Pro", "RTX PRO 6000 Blackwell"),
+    ("RTX 6000 PRO WS", "RTX PRO 6000 Blackwell"),
+    ("RTX PRO 6000 WS", "RTX PRO 6000 Blackwell"),
+    ("RTX 6000 Pro Blackwell", "RTX PRO 6000 Blackwell"),
 ])
 def test_names_as_tools_and_people_write_them(text: str, name: str) -> None:
     spec = lookup_gpu(text)
