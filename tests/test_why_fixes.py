@@ -546,3 +546,17 @@ def test_a_missing_submodule_is_another_release_unless_the_package_imports_it_it
     cause = cause_of(cli, itself)
     assert cause["topics"] == ["install-missing"] and cause["fixes"][0].startswith("reinstall vllm cleanly")
     assert "vllm.vllm_flash_attn.fa_utils" in cause["cause"]
+
+
+def test_a_message_that_calls_a_package_too_old_is_fixed_by_upgrading_that_package(cli):
+    """"{package} is not new enough", "{package} version is too old": the installed release of the package the message
+    names is below what the code needs. A GPU called too old (xformers' "(too old)" after a capability) is no package."""
+    for text, package in (("RuntimeError: xformers is not new enough to apply the memory efficient patch.", "xformers"),
+                          ("ImportError: flash_attn version is too old for varlen with paged KV.", "flash_attn")):
+        code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+        doc = json.loads(out)
+        assert "version-mismatch" in doc["cause"]["topics"], text
+        assert doc["cause"]["fixes"][0].startswith(f"upgrade {package}"), doc["cause"]["fixes"]
+    from attndoctor.why.fixes import OLD_RELEASE
+
+    assert not OLD_RELEASE.search("requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)")

@@ -137,6 +137,10 @@ VERSIONED = re.compile(r"\b(CUDA|nvcc|PyTorch|torch|cuDNN|flash[-_ ]?attn(?:enti
                        r"TransformerEngine|Transformer Engine|driver)\b[^.;:\d]{0,24}?(?:>=|>|==|<=|<|\bv)?\s*(\d+\.\d+(?:\.\d+)*)",
                        re.I)
 """A package named with a version in a message ("only supported on CUDA 11.6 and above", "requires torch>=2.1")."""
+OLD_RELEASE = re.compile(r"\b(?P<package>[A-Za-z][\w\-]*[A-Za-z0-9])(?: version| release)?\s+(?:is|was) (?:not new enough|too old|"
+                         r"outdated)\b", re.I)
+"""A message that calls a package's installed release too old ("sageattention is not new enough", "flash_attn version
+is too old"): its fix is that package's upgrade."""
 VERSIONED_LABELS = {"cuda": "the CUDA toolkit (nvcc -V shows its version)", "nvcc": "the CUDA toolkit (nvcc -V shows its version)",
                     "driver": "the NVIDIA driver"}
 
@@ -338,6 +342,10 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     if NOT_YET.search(text) and entry.library not in ("text", "python", "loader", "cuda", "pip"):
         return (f"upgrade {library}: the message says the support is not there yet, so a later release may add it; "
                 "until then use another attention implementation for this model")
+    older = OLD_RELEASE.search(text) if "version-mismatch" in topics else None
+    if older and older["package"].lower() not in ("it", "this", "gpu", "device", "driver", "version", "release"):
+        package = VERSIONED_LABELS.get(older["package"].lower(), older["package"])
+        return f"upgrade {package}: the message says the installed release is too old for this call"
     named = VERSIONED.search(text) if "version-mismatch" in topics else None
     if named and named.group(1).lower() == "cudnn" and getattr(entry, "indexed", False) and cudnn_bound_fix(
             entry.note or "", None):

@@ -55,7 +55,7 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"driver|cuda runtime|CUDA version", "cuda-driver"), (r"shared memory|out of resource", "shared-memory"),
     (r"out of memory", "oom"), (r"\bnan\b|\binf\b|non-finite", "numerics"), (r"\bhang|\bhung\b|deadlock|timed out", "hang"),
     # "the Flash Attention version of Qwen2_5_VL" is an implementation, not a release
-    (r"version(?! v?\d+(?:\.\d+)* onwards)(?! of\b)|"
+    (r"version(?! v?\d+(?:\.\d+)* onwards)(?! of\b)|\bnot new enough\b|\b(?:is|was) (?:too old|outdated)\b|"
      r"\b(?:torch|pytorch|transformers|flash[_-]?attn\w*|xformers|triton|cudnn|cuda|vllm|sglang|diffusers|accelerate|"
      r"transformer[_-]engine|flashinfer|sageattention|deepspeed|peft|trl)\s*>=\s*v?\d+\.\d+", "version-mismatch"),
 ))
