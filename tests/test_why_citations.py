@@ -399,6 +399,12 @@ REAL_TEXTS = [
      "RuntimeError: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver "
      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
      {"found": "10010"}),
+    ("PY-ATTENTION-CALL-SIGNATURE", "sipie800/ComfyUI-PuLID-Flux-Enhanced#52",
+     "2024-12-21T16:11:02.582951 - !!! Exception during processing !!! forward_orig() got an unexpected keyword "
+     "argument 'attn_mask'", {"caller": "forward_orig", "keyword": "attn_mask"}),
+    ("PY-ATTENTION-CALL-SIGNATURE", "Shakker-Labs/ComfyUI-IPAdapter-Flux#68",
+     "SamplerCustomAdvanced forward_orig_ipa() got an unexpected keyword argument 'attn_mask', May I ask why the wrong "
+     "report", {"caller": "forward_orig_ipa"}),
 ]
 
 SOURCE_REF = re.compile(r"@[0-9A-Za-z][\w.\-]*|#\d+")
@@ -429,6 +435,8 @@ def test_an_unverified_entry_says_what_was_tried():
 
 
 NEAR_MISSES = [
+    ("PY-ATTENTION-CALL-SIGNATURE", "TypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'"),
+    ("PY-ATTENTION-CALL-SIGNATURE", "TypeError: flash_attn_func() got an unexpected keyword argument 'window_size'"),
     ("PY-NONE-XFORMERS-ATTN-BIAS", "AttributeError: 'NoneType' object has no attribute 'attn_bias_type'"),
     ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "error: '__builtin_amdgcn_s_memrealtime' needs target feature s-memrealtime"),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
