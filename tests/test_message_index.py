@@ -10,7 +10,7 @@ import pytest
 DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "messages"
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
-             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "triton",
+             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "kernels", "triton",
              "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
@@ -168,6 +168,10 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("RuntimeError: Expected attn_bias.stride(1) == 0 to be true, but got false.", "xformers", None, None),
     ("ERROR 04-24 11:52:08 [fa_utils.py:42] Cannot use FA version 2 is not supported due to FA2 is only supported "
      "on devices with compute capability >= 8", "vllm", None, None),
+    # huggingface/kernels kernels/variants.py (kernels 0.15.2 and 0.17.2 wheels): the reason a hub kernel's build variant
+    # is refused, printed one per variant under "Cannot find a build variant for this system"
+    ("torch211-cxx11-cu128-x86_64-linux: Torch version (2.11) does not match environment Torch version (2.12)",
+     "kernels", "torch", "2.12"),
     # SHI-Labs/NATTEN csrc/src/hopper_fna_forward.cu@v0.21.6 and csrc/include/natten/helpers.h's CHECK_CONTIGUOUS
     # (its argument's text is the tensor's name), as the extension raises them
     ("RuntimeError: Hopper FNA only supports head dims 32, 64, 128, and 256 for now.", "natten", None, None),

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tools.messages.compiled import variants  # noqa: E402
 from tools.messages.extract_cpp import extract  # noqa: E402
 from tools.messages.model import LIT, PH, pattern_of, template_of  # noqa: E402
+from tools.messages import extract_py  # noqa: E402
 
 
 def test_quotes_around_a_placeholder_are_optional():
@@ -560,3 +561,15 @@ def test_a_condition_is_told_apart_as_what_the_check_requires_or_what_makes_it_f
     assert [(r.condition, r.trigger) for r in raws] == [("d <= 256", False), ("d % 8 != 0", True), ("d > 256", True)]
     assert meaning_of({"library": "pytorch", "condition": "d <= 256"}).endswith("its check `d <= 256` failed")
     assert meaning_of({"library": "cudnn-frontend", "condition": "d > 256", "trigger": True}).endswith("when `d > 256`")
+
+
+def test_a_reason_passed_as_a_keyword_is_read_where_the_source_asks_for_it():
+    """The kernels hub records why a build variant does not fit as `VariantStatus(..., reason=f"...")` and prints
+    the list later; other libraries' `reason=` arguments (pytest.skip, a status code) are not messages."""
+    source = ('def check(v, torch_version):\n'
+              '    return Status(v, reason=f"Torch version ({v.version}) does not match environment Torch version '
+              '({torch_version})")\n')
+    found, _ = extract_py.extract(source, reasons=True)
+    assert [template_of(r.parts) for r in found] == [
+        "Torch version ({v_version}) does not match environment Torch version ({torch_version})"]
+    assert extract_py.extract(source)[0] == []

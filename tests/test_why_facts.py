@@ -459,3 +459,16 @@ def test_why_reads_the_text_without_a_gpu_flag_that_names_several(cli) -> None:
     assert any("RTX 3090 / RTX 5090" in d and "several GPUs" in d and "without a GPU" in d for d in dropped)
     code, _, err = cli("explain", "--backend", "flash-attn-2", "--hdim", "128", "--gpu", "RTX 3090 / RTX 5090")
     assert code == 2 and "several GPUs" in err
+
+
+def test_a_hub_kernels_repository_names_the_flash_attn_it_builds() -> None:
+    """transformers loads kernels-community/flash-attn2, vllm-flash-attn3 or flash-attn4 from the hub for
+    attn_implementation flash_attention_2/3/4 (modeling_flash_attention_utils.py@wheel:transformers-5.24.0), whose
+    cache folder is models--kernels-community--<name>."""
+    catalogue = tuple(load_catalogue())
+    for text, backend in (("Cannot find a build variant for this system in kernels-community/flash-attn2", "flash-attn-2"),
+                          ("snapshots of models--kernels-community--flash-attn/abc", "flash-attn-2"),
+                          ("loading kernels-community/vllm-flash-attn3 from the hub", "flash-attn-3"),
+                          ("kernels-community/flash-attn4 has no build for sm80", "flash-attn-4")):
+        assert read_text(text, catalogue).backends == (backend,), text
+    assert not read_text("kernels-community/flash-attn-cute and kernels-community/activation", catalogue).backends

@@ -560,3 +560,15 @@ def test_a_message_that_calls_a_package_too_old_is_fixed_by_upgrading_that_packa
     from attndoctor.why.fixes import OLD_RELEASE
 
     assert not OLD_RELEASE.search("requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)")
+
+
+def test_a_hub_kernel_without_a_build_for_this_machine_is_fixed_by_a_release_it_has_or_another_attention(cli):
+    """huggingface/kernels (kernels/utils.py@wheel:kernels-0.8.2, kernels/variants.py@wheel:kernels-0.17.2): a kernel
+    repository's builds are named by torch, C++ ABI, CUDA and platform; none fits this machine."""
+    for text in ("FileNotFoundError: Kernel at path `/root/.cache/huggingface/hub/models--kernels-community--flash-attn/"
+                 "snapshots/abc` does not have build: torch27-cxx11-cu118-x86_64-linux",
+                 "torch211-cxx11-cu126-x86_64-linux: Torch version (2.11) does not match environment Torch version (2.13)"):
+        code, out, err = cli("why", "--no-here", "--format", "json", "--", text)
+        cause = json.loads(out)["cause"]
+        assert cause["id"].startswith("KERNELS-") and cause["topics"][0] in ("install-arch", "version-mismatch"), text
+        assert cause["fixes"][0].startswith("the hub kernel the program loads"), cause["fixes"]

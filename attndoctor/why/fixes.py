@@ -134,7 +134,7 @@ def cut_advice(entry: Any, lines: Sequence[str], number: int, generic: str) -> t
 
 
 VERSIONED = re.compile(r"\b(CUDA|nvcc|PyTorch|torch|cuDNN|flash[-_ ]?attn(?:ention)?|transformers|triton|xformers|vLLM|"
-                       r"TransformerEngine|Transformer Engine|driver)\b[^.;:\d]{0,24}?(?:>=|>|==|<=|<|\bv)?\s*(\d+\.\d+(?:\.\d+)*)",
+                       r"TransformerEngine|Transformer Engine|driver)\b[^.;:\d(]{0,24}?(?:>=|>|==|<=|<|\bv|\()?\s*(\d+\.\d+(?:\.\d+)*)\)?",
                        re.I)
 """A package named with a version in a message ("only supported on CUDA 11.6 and above", "requires torch>=2.1")."""
 OLD_RELEASE = re.compile(r"\b(?P<package>[A-Za-z][\w\-]*[A-Za-z0-9])(?: version| release)?\s+(?:is|was) (?:not new enough|too old|"
@@ -313,6 +313,14 @@ request support for this architecture", "Please request the support"); not a sta
 supports FP16 and BF16")."""
 
 
+HUB_NO_BUILD_FIX = (
+    "the hub kernel the program loads (the repository the message names) has no build for this machine's torch, CUDA, "
+    "C++ ABI, OS or GPU architecture (the build variants say which): run a torch release it has builds for, install the "
+    "library itself (pip install flash-attn, for kernels-community/flash-attn) so that the framework does not fetch the "
+    "hub kernel, or use another attention implementation (attn_implementation=\"sdpa\" in transformers)")
+"""The kernels hub (huggingface/kernels) refuses a kernel repository's builds one by one for this machine."""
+
+
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
                 packages: Mapping[str, str] | None = None, framed: Sequence[str] = ()) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
@@ -331,6 +339,8 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         named = INSTALLABLE.search(text)
         first, second = (named and named.group(0), kernel) if topics[0] == "install-missing" else (kernel, named and named.group(0))
         library = first or second or library
+    if entry.library == "kernels" and topics[:1] and topics[0] in ("install-arch", "version-mismatch"):
+        return HUB_NO_BUILD_FIX
     if entry.library == "cuda" and list(topics) == ["other"]:
         # the runtime reports a fault of whichever kernel ran, often at a later call
         if kernel:

@@ -23,7 +23,7 @@ LABELS: Mapping[str, str] = {
     "transformers": "transformers", "diffusers": "diffusers", "vllm": "vLLM", "sglang": "SGLang", "xformers": "xformers", "triton": "triton",
     "cuda": "the CUDA runtime", "loader": "the dynamic loader", "sam2": "SAM 2", "llamafactory": "LLaMA-Factory", "sageattention": "SageAttention",
     "flashinfer": "FlashInfer", "megatron": "Megatron-LM", "ms-swift": "ms-swift", "unsloth": "Unsloth", "axolotl": "axolotl",
-    "tgi": "text-generation-inference", "jax": "JAX", "natten": "NATTEN",
+    "tgi": "text-generation-inference", "jax": "JAX", "natten": "NATTEN", "kernels": "the kernels hub (kernels)",
 }
 """The libraries the index reads, as reports name them."""
 KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "log"}

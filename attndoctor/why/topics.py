@@ -46,7 +46,8 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
     (r"undefined symbol|\bABI\b|was compiled against|built for|install(?:ation)? (?:seems to be |is |looks )?broken|"
      r"broken install|" + EXTENSION_FILE.pattern, "install-abi"),
     # xformers' "requires device with capability <= (9, 0) ... (too new)": the installed build's maximum
-    (r"no kernel image|no device code|\(too new\)|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
+    # the kernels hub: a hub kernel with no prebuilt build for this machine ("does not have build: torch27-cxx11-...")
+    (r"does not have (?:one of )?build|cannot find a build variant|no build variants? found|no kernel image|no device code|\(too new\)|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
      r"available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
      r"how to install|\bassert\s+(?:\w+\.)*(?:is_\w+_available\(\)|\w*_AVAILABLE)\b|"

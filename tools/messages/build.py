@@ -23,7 +23,7 @@ from .sources import CACHE, MIRROR, SOURCES, backends_for
 
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
-             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "triton",
+             "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "kernels", "triton",
              "cuda", "loader"]
 
 
@@ -278,12 +278,14 @@ def run(out_dir: str, only: tuple = ()) -> int:
             idx.note_read(library, src["repo"], ref, path, release)
             extractor = extract_py if path.endswith(".py") else extract_cpp
             prints = bool(src.get("prints")) and extractor is extract_py
+            reasons = bool(src.get("reasons")) and extractor is extract_py
             stringizing = bool(src.get("stringizing")) and extractor is extract_cpp
             known = macros.get(ref, {}) if extractor is extract_cpp else {}
-            key = (extractor.__name__, prints, stringizing, repr(sorted(known.items())),
+            key = (extractor.__name__, prints, reasons, stringizing, repr(sorted(known.items())),
                    hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
             if key not in memo:
-                options = {name: True for name, on in (("prints", prints), ("stringizing", stringizing)) if on}
+                options = {name: True for name, on in (("prints", prints), ("reasons", reasons), ("stringizing", stringizing))
+                           if on}
                 memo[key] = extractor.extract(text, **options, **({"macros": known} if known else {}))
             raws, skipped = memo[key]
             for k, v in skipped.items():

@@ -281,9 +281,11 @@ def _invariant(test: ast.AST) -> bool:
     return False
 
 
-def extract(source: str, prints: bool = False) -> tuple[list, dict]:
+def extract(source: str, prints: bool = False, reasons: bool = False) -> tuple[list, dict]:
     """One pass over a module yields every message it can print and the counts of what it skipped; `prints` reads
-    bare print() calls too, for libraries that report their set-up that way (unsloth)."""
+    bare print() calls too, for libraries that report their set-up that way (unsloth); `reasons`, a string passed as
+    `reason=` to any call, for libraries that record why they refuse something and print the list later (the
+    kernels hub's build variants)."""
     skipped: dict = {}
     try:
         tree = ast.parse(source)
@@ -337,6 +339,8 @@ def extract(source: str, prints: bool = False) -> tuple[list, dict]:
                 n, stack, ctx)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" and n.args:
             add("log", n.args[0], n, stack, ctx)
+        elif reasons and isinstance(n, ast.Call) and any(k.arg == "reason" for k in n.keywords):
+            add("error", next(k.value for k in n.keywords if k.arg == "reason"), n, stack, ctx)
         elif isinstance(n, ast.Assert) and n.msg is None:
             line = lines[n.lineno - 1].strip()
             if n.end_lineno == n.lineno and _BARE_ASSERT.match(line) and not _invariant(n.test):

@@ -187,6 +187,13 @@ SOURCES = [
         "library": lambda p, ref="": "sageattention", "include": [r"^sageattention/.*\.py$"],
     },
     {
+        # Hugging Face's kernel hub client, through which transformers loads kernels-community/flash-attn and others:
+        # why a hub kernel has no build for this machine (each build variant's reason=...), and its loading errors
+        "name": "kernels-wheels", "repo": "huggingface/kernels", "wheels": "kernels-*", "reasons": True,
+        "library": lambda p, ref="": "kernels",
+        "include": [r"^kernels/(?!benchmark|cli/)[^/]+\.py$", r"^kernels/layer/[^/]+\.py$"],
+    },
+    {
         # neighborhood attention: its Python checks (0.17 on: natten/utils/checks.py, backends/) and its extension's
         # TORCH_CHECKs, through CHECK_CONTIGUOUS/CHECK_CUDA (csrc/include/natten/helpers.h)
         "name": "natten", "repo": "SHI-Labs/NATTEN", "git": "SHI-Labs+NATTEN",
