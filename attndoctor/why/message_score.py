@@ -89,8 +89,9 @@ def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:
 
 def own_positions(hit: Any) -> set[int]:
     """Where on its line a hit's own words are (none for a hit found wrapped or in other words)."""
-    return {i for start, end in hit.literal for i in range(start, end)
-            if 0 < hit.line and not hit.wrapped and not hit.resembles}
+    if hit.line <= 0 or hit.wrapped or hit.resembles:
+        return set()
+    return {i for start, end in hit.literal for i in range(start, end)}
 
 
 def _tighter(hit: Any, hits: Sequence[Any]) -> Any:

@@ -47,8 +47,9 @@ WORD_TOPICS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.I
      r"broken install|" + EXTENSION_FILE.pattern, "install-abi"),
     # xformers' "requires device with capability <= (9, 0) ... (too new)": the installed build's maximum
     # the kernels hub: a hub kernel with no prebuilt build for this machine ("does not have build: torch27-cxx11-...")
-    (r"does not have (?:one of )?build|cannot find a build variant|no build variants? found|no kernel image|no device code|\(too new\)|not compatible with the current PyTorch installation|sm_\d+ is not|\bsm_?\d+\w* kernels? (?:is|are) not "
-     r"available", "install-arch"),
+    (r"does not have (?:one of )?build|cannot find a build variant|no build variants? found|"
+     r"no kernel image|no device code|\(too new\)|not compatible with the current PyTorch installation|sm_\d+ is not|"
+     r"\bsm_?\d+\w* kernels? (?:is|are) not available", "install-arch"),
     (r"no module named|not installed|(?:cannot|can't|unable to|failed to|could not|couldn't) import|import error|is not available(?! on CPU)|\bnot is_\w+_available\(\)|"
      r"how to install|\bassert\s+(?:\w+\.)*(?:is_\w+_available\(\)|\w*_AVAILABLE)\b|"
      r"\b(?:xformers|flash[_-]?attn\w*|flashinfer|triton|sageattention|transformer[_-]engine|apex|natten)\s+(?:is\s+)?not found|"
