@@ -228,6 +228,32 @@ def test_backward_is_counted_per_run_and_absent_where_backward_never_ran():
         for _ in range(4):
             F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()  # TRAINED
         F.scaled_dot_product_attention(q, q, q)  # NEVER-BACKWARD
+        for _ in range(7):  # past the calls that settle it: later ones count their backward through the fast path
+            F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(16, 16).tril().bool(),
+                                           dropout_p=0.1).sum().backward()
     by_phase = {(c["phase"], c["config"]["mask"]): c for c in t.calls}
     assert by_phase["forward", "causal"]["count"] == 4 and by_phase["backward", "causal"]["count"] == 4
+    arbitrary = [c for c in t.calls if c["config"]["mask"] == "arbitrary"]
+    assert sorted((c["phase"], c["count"]) for c in arbitrary) == [("backward", 7), ("forward", 7)]
     assert by_phase["forward", "none"]["count"] == 1 and ("backward", "none") not in by_phase
+
+
+def test_a_call_from_library_frames_only_is_placed_at_the_innermost_library_line(tmp_path):
+    import threading
+
+    import torch.nn.functional as F
+
+    import attndoctor
+
+    source = "def attend(F, q):\n    for _ in range(6):\n        F.scaled_dot_product_attention(q, q, q)\n"
+    namespace: dict = {}
+    exec(compile(source, str(tmp_path / "site-packages" / "fakelib" / "mod.py"), "exec"), namespace)
+    q = torch.randn(1, 2, 16, 8)
+    with attndoctor.trace() as t:
+        worker = threading.Thread(target=namespace["attend"], args=(F, q))  # threading's frames are the stdlib's
+        worker.start()
+        worker.join()
+        user = sys._getframe().f_lineno + 1
+        F.scaled_dot_product_attention(q, q, q)
+    sites = {c["site"].rsplit(os.sep, 1)[-1] if "test_trace" in c["site"] else c["site"]: c["count"] for c in t.calls}
+    assert sites == {"fakelib/mod.py:3": 6, f"test_trace.py:{user}": 1}

@@ -42,12 +42,17 @@ KERNEL_NAMES = (
 
 def compiling() -> bool:
     """Whether Dynamo is tracing this call now (the hooks then step aside and the graph is read instead)."""
+    return bool(compiler_check()())
+
+
+def compiler_check() -> Callable[[], bool]:
+    """torch's own is_compiling, found once (the SDPA wrapper holds it: it is asked on every call)."""
     check = _COMPILING.get("check")
     if check is None:
         import torch
 
         check = _COMPILING["check"] = getattr(getattr(torch, "compiler", None), "is_compiling", None) or bool
-    return bool(check())
+    return check
 
 
 _COMPILING: dict[str, Callable[[], bool]] = {}

@@ -16,10 +16,25 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _sdpa_flags(torch: Any) -> tuple:
+SDPA_FLAG_READS = (("_get_flash_sdp_enabled", "flash_sdp_enabled"), ("_get_mem_efficient_sdp_enabled",
+                   "mem_efficient_sdp_enabled"), ("_get_math_sdp_enabled", "math_sdp_enabled"),
+                   ("_get_cudnn_sdp_enabled", "cudnn_sdp_enabled"))
+"""torch._C's getters behind torch.backends.cuda.*_sdp_enabled(), and those public names where a torch lacks one."""
+
+
+def sdpa_flag_reads(torch: Any) -> tuple:
+    """The functions that read SDPA's enabled backends and the deterministic flag, bound once: the recorder calls
+    them on every SDPA call, where the public wrappers cost several times more."""
     backends = torch.backends.cuda
-    return (backends.flash_sdp_enabled(), backends.mem_efficient_sdp_enabled(), backends.math_sdp_enabled(),
-            getattr(backends, "cudnn_sdp_enabled", lambda: None)(), torch.are_deterministic_algorithms_enabled())
+    reads = [getattr(torch._C, name, None) or getattr(backends, public, None) or (lambda: None)
+             for name, public in SDPA_FLAG_READS]
+    reads.append(getattr(torch._C, "_get_deterministic_algorithms", None) or torch.are_deterministic_algorithms_enabled)
+    return tuple(reads)
+
+
+def _sdpa_flags(torch: Any) -> tuple:
+    flash, efficient, math, cudnn, deterministic = sdpa_flag_reads(torch)
+    return flash(), efficient(), math(), cudnn(), deterministic()
 
 
 def _dtype(t: Any) -> str:
@@ -42,10 +57,11 @@ def layout_of(t: Any, seq_dim: int = 2, head_dim: int = 1, batch_dim: int = 0) -
 def fused_qkv(q: Any, k: Any, v: Any) -> bool:
     """q, k and v are views of one buffer (one storage), not three tensors of their own."""
     try:
-        ptrs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
+        storage = q.untyped_storage().data_ptr()
+        return (k.untyped_storage().data_ptr() == storage == v.untyped_storage().data_ptr()
+                and q.data_ptr() != k.data_ptr())
     except (AttributeError, RuntimeError):
         return False
-    return len(ptrs) == 1 and q.data_ptr() != k.data_ptr()
 
 
 def _mask_kind(mask: Any) -> str:
@@ -79,13 +95,12 @@ def _backward_op(op: str, node: str) -> str:
 
 def _sdpa_signature(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float, is_causal: bool, scale: Any,
                     gqa: bool) -> tuple:
-    """Everything _sdpa_fields reads, cheaply: calls with equal signatures have equal fields and details."""
-    import torch
-
-    mask = None if attn_mask is None else (attn_mask.dtype, tuple(attn_mask.shape))
-    return (tuple(q.shape), q.stride(), tuple(k.shape), k.stride(), tuple(v.shape), v.stride(), q.dtype, q.device,
-            torch.is_grad_enabled(), q.requires_grad, k.requires_grad, v.requires_grad, mask, dropout_p, is_causal,
-            scale, gqa, fused_qkv(q, k, v))
+    """Everything _sdpa_fields reads, cheaply (shapes as torch.Size, which hash as tuples): calls with equal
+    signatures have equal fields and details."""
+    mask = None if attn_mask is None else (attn_mask.dtype, attn_mask.shape)
+    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device,
+            sys.modules["torch"].is_grad_enabled(), q.requires_grad, k.requires_grad, v.requires_grad, mask,
+            dropout_p, is_causal, scale, gqa, fused_qkv(q, k, v))
 
 
 def _sdpa_fields(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float, is_causal: bool, scale: Any,

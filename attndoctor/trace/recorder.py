@@ -15,8 +15,8 @@ import sys
 import threading
 from typing import Any, Callable
 
-from .compiled import GraphHooks, compiled_graphs, compiling
-from .fields import (_backward_op, _hashable, _masked_rows, _sdpa_fields, _sdpa_flags, _sdpa_signature,
+from .compiled import GraphHooks, compiled_graphs, compiler_check
+from .fields import (_backward_op, _hashable, _masked_rows, _sdpa_fields, _sdpa_signature, sdpa_flag_reads,
                      sdpa_op_by_choice)
 from .hooks import LibraryHooks
 from .intent import _module_type, model_intent
@@ -107,6 +107,21 @@ class Pending:
         return bool(self.flag.item()) if hasattr(self.flag, "item") else self.flag
 
 
+class _BackwardCount:
+    """The backward hook of a settled SDPA call: it only counts, into the entry the first backward made."""
+
+    __slots__ = ("recorder", "key", "entry")
+
+    def __init__(self, recorder: "Recorder", key: tuple) -> None:
+        self.recorder, self.key, self.entry = recorder, key, None
+
+    def __call__(self, grad_inputs: Any, grad_outputs: Any) -> None:
+        if self.entry is None:
+            self.entry = self.recorder._entry(*self.key)
+        else:
+            self.entry.count += 1
+
+
 class Recorder(LibraryHooks, GraphHooks):
     """Install the hooks, aggregate calls, and give them back as plain data (`calls()`)."""
 
@@ -124,7 +139,12 @@ class Recorder(LibraryHooks, GraphHooks):
         self.installed = False
         self.lock = threading.RLock()
         self.skip: tuple[str, ...] = ()
-        self.skip_cache: dict[str, bool] = {}
+        self.codes: dict[int, tuple[bool, bool, str, bool, Any]] = {}
+        self.files: dict[str, tuple[bool, bool, str]] = {}
+        self.lines: dict[tuple[int, int], tuple[str, Any]] = {}
+        self.configs: dict[tuple, tuple[dict, dict, str]] = {}
+        self.module_type = _module_type()
+        self.flag_reads = sdpa_flag_reads(sys.modules["torch"])
         self.skip_seen: set[str] = set()
         self.names: dict[int, tuple[Any, dict[int, str]]] = {}
         self.compiled_at_start = 0
@@ -133,7 +153,6 @@ class Recorder(LibraryHooks, GraphHooks):
         self.local = threading.local()
         self.fast: dict[tuple, tuple[_Entry, str]] = {}
         self.by_id: dict[tuple, _Entry] = {}
-        self.shorts: dict[str, str] = {}
 
     # ------------------------------------------------------------ install
 
@@ -189,38 +208,59 @@ class Recorder(LibraryHooks, GraphHooks):
         library's), and the innermost nn.Module in a `forward` frame on the stack, named from the outermost one's
         named_modules()."""
         frame = sys._getframe(2)
-        site = fallback = ""
-        inner = outer = None
+        site = ""
+        fallback = inner = outer = None
         named = ""
-        Module = _module_type()
-        while frame is not None:
-            code = frame.f_code
+        codes = self.codes
+        while frame is not None and not named:
+            info = codes.get(id(frame.f_code)) or self._code_info(frame.f_code)
             if not site:
-                filename = code.co_filename
-                skip = self.skip_cache.get(filename)
-                if skip is None:
-                    if any(name in sys.modules for name in LIBRARIES if name not in self.skip_seen):
-                        self._refresh_skip()
-                    skip = self.skip_cache[filename] = is_library(filename, self.skip)
-                if not skip or not (fallback or filename.startswith(OWN_DIR)):
-                    short = self.shorts.get(filename)
-                    if short is None:
-                        short = self.shorts[filename] = _short(filename)
-                    if skip:
-                        fallback = f"{short}:{frame.f_lineno}"
-                    else:
-                        site = f"{short}:{frame.f_lineno}"
-            if not named and code.co_name == "forward" and code.co_argcount and code.co_varnames[0] == "self":
+                if not info[0]:
+                    site = self._line(frame, info)
+                elif fallback is None and not info[1]:
+                    fallback = frame
+            if info[3]:
                 obj = frame.f_locals.get("self")
-                if isinstance(obj, Module):
+                if isinstance(obj, self.module_type):
                     if inner is None:
                         inner = obj
                         named = self._known_name(inner)
                     outer = obj
-            if site and named:  # the rest of the stack can change neither
-                break
             frame = frame.f_back
-        return site or fallback or "?", named or self._module_name(inner, outer)
+        files = self.files
+        while frame is not None and not site:  # the module is known: only the site is left to find
+            where = files.get(frame.f_code.co_filename) or self._code_info(frame.f_code)
+            if not where[0]:
+                site = self._line(frame, where)
+            elif fallback is None and not where[1]:
+                fallback = frame
+            frame = frame.f_back
+        if not site and fallback is not None:
+            site = self._line(fallback, files[fallback.f_code.co_filename])
+        return site or "?", named or self._module_name(inner, outer)
+
+    def _line(self, frame: Any, info: tuple) -> str:
+        """"file:line" of a frame, kept by its code and instruction (reading f_lineno decodes the line table)."""
+        code = frame.f_code
+        where = (id(code), frame.f_lasti)
+        kept = self.lines.get(where)
+        if kept is None or kept[1] is not code:  # the code is kept beside its line, so that its id stays its own
+            kept = self.lines[where] = (f"{info[2]}:{frame.f_lineno}", code)
+        return kept[0]
+
+    def _code_info(self, code: Any) -> tuple[bool, bool, str, bool, Any]:
+        """(a library's, attndoctor's own, short file name, an nn.Module-style forward, the code) of a code object,
+        kept by id (hashing a code object hashes its contents) and holding the code, so that the id stays its own."""
+        if any(name in sys.modules for name in LIBRARIES if name not in self.skip_seen):
+            self._refresh_skip()
+        filename = code.co_filename
+        where = self.files.get(filename)
+        if where is None:
+            where = self.files[filename] = (is_library(filename, self.skip), filename.startswith(OWN_DIR),
+                                            _short(filename))
+        info = (*where, code.co_name == "forward" and code.co_argcount > 0 and code.co_varnames[0] == "self", code)
+        self.codes[id(code)] = info
+        return info
 
     def _refresh_skip(self) -> None:
         """A library imported since the folders were listed (transformers after torch) joins them."""
@@ -228,7 +268,9 @@ class Recorder(LibraryHooks, GraphHooks):
         skip = _skip_dirs()
         if skip != self.skip:
             self.skip = skip
-            self.skip_cache.clear()
+            self.codes.clear()
+            self.files.clear()
+            self.lines.clear()
 
     def _known_name(self, inner: Any) -> str:
         """The module path of a module named before (by its outermost module's named_modules()), else ''."""
@@ -276,49 +318,53 @@ class Recorder(LibraryHooks, GraphHooks):
     # ------------------------------------------------------------ SDPA
 
     def _wrap_sdpa(self, original: Any, label: str) -> Any:
-        recorder = self
+        recorder, local = self, self.local
+        is_compiling = compiler_check()
+        flash, efficient, math, cudnn, deterministic = self.flag_reads
 
         def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
                                          dropout_p: float = 0.0, is_causal: bool = False, scale: Any = None,
                                          **kwargs: Any) -> Any:
-            if compiling() or getattr(recorder.local, "busy", False):
+            if is_compiling() or getattr(local, "busy", False):
                 return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                                 scale=scale, **kwargs)
-            recorder.local.busy = True
+            local.busy = True
             try:
-                return recorder._sdpa(original, query, key, value, attn_mask, dropout_p, is_causal, scale, kwargs)
+                site, module = recorder._site_and_module()
+                gqa = bool(kwargs.get("enable_gqa", False))
+                # A call like one already settled (same site, tensors' shapes, strides and flags) is only counted.
+                fast = (site, module, (flash(), efficient(), math(), cudnn(), deterministic()),
+                        _sdpa_signature(query, key, value, attn_mask, dropout_p, is_causal, scale, gqa))
+                hit = recorder.fast.get(fast)
+                if hit is None or recorder.numerics or recorder.timing:
+                    return recorder._sdpa_settle(original, (query, key, value, attn_mask, dropout_p, is_causal,
+                                                            scale, kwargs), (site, module, gqa, fast[2], fast))
+                out = original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                               scale=scale, **kwargs)
+                hit[0].count += 1
+                recorder.seq += 1
+                if hit[1] is not None:
+                    try:
+                        out.grad_fn.register_hook(hit[1])
+                    except (AttributeError, RuntimeError):
+                        pass
+                return out
             finally:
-                recorder.local.busy = False
+                local.busy = False
 
         return scaled_dot_product_attention
-
-    def _sdpa(self, original: Any, q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float, is_causal: bool,
-              scale: Any, kwargs: dict) -> Any:
-        import torch
-
-        site, module = self._site_and_module()
-        gqa = bool(kwargs.get("enable_gqa", False))
-        flags = _sdpa_flags(torch)
-        # A call like one already settled (same site, tensors' shapes, strides and flags) is only counted.
-        fast = (site, module, flags, _sdpa_signature(q, k, v, attn_mask, dropout_p, is_causal, scale, gqa))
-        hit = self.fast.get(fast)
-        if hit is None or self.numerics or self.timing:
-            return self._sdpa_settle(original, (q, k, v, attn_mask, dropout_p, is_causal, scale, kwargs),
-                                     (site, module, gqa, flags, fast))
-        entry, op = hit
-        out = original(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kwargs)
-        entry.count += 1
-        self.seq += 1
-        if entry.fields["train"] and getattr(out, "grad_fn", None) is not None:
-            self._backward(out.grad_fn, site, module, entry.api, entry.fields, entry.details, op, entry.ran)
-        return out
 
     def _sdpa_settle(self, original: Any, call: tuple, where: tuple) -> Any:
         """Record a call not yet settled: its fields, what ran (by torch's own choice, else through the dispatch
         mode), the model's intent, numerics and timing."""
         q, k, v, attn_mask, dropout_p, is_causal, scale, kwargs = call
         site, module, gqa, flags, fast = where
-        fields, details = _sdpa_fields(q, k, v, attn_mask, dropout_p, is_causal, scale, gqa)
+        # Another module's call with the same tensors and flags (the next layer) has its fields and op already.
+        shared = self.configs.get(fast[2:])
+        if shared is None or self.numerics:
+            fields, details = _sdpa_fields(q, k, v, attn_mask, dropout_p, is_causal, scale, gqa)
+        else:
+            fields, details = shared[0], dict(shared[1])
         key = (site, module, tuple(sorted(fields.items(), key=lambda kv: kv[0])), flags, str(q.device))
         if attn_mask is not None:
             # Read once per call key, when the record is written; --numerics checks every call's mask.
@@ -326,7 +372,13 @@ class Recorder(LibraryHooks, GraphHooks):
             if rows is None:
                 rows = self.observed[("rows",) + key] = (Pending(_masked_rows(attn_mask)),)
             details["fully_masked_rows"] = rows[0]
-        op = None if self.numerics else sdpa_op_by_choice(q, k, v, attn_mask, dropout_p, is_causal, scale, gqa)
+        if shared is not None and not self.numerics:
+            op = shared[2]
+        else:
+            op = None if self.numerics else sdpa_op_by_choice(q, k, v, attn_mask, dropout_p, is_causal, scale, gqa)
+            if op is not None:
+                self.configs[fast[2:]] = (fields, {name: value for name, value in details.items()
+                                                   if name != "fully_masked_rows"}, op)
         chosen = op is not None
         timer = self._start_timer(q) if self.timing else None
         result = None
@@ -349,7 +401,10 @@ class Recorder(LibraryHooks, GraphHooks):
             entry.intent = model_intent(sys._getframe(1))
         settled = chosen or self.observed[key][1] >= OBSERVED_ENOUGH
         if settled and entry.fields == fields and entry.details == details:
-            self.fast[fast] = (entry, op)
+            node = type(getattr(out, "grad_fn", None)).__name__
+            counter = _BackwardCount(self, (site, module, entry.api, fields, details, _backward_op(op, node), ran,
+                                            "backward")) if fields["train"] else None
+            self.fast[fast] = (entry, counter)
         if timer is not None:
             self._stop_timer(entry, timer)
         self.seq += 1
