@@ -151,7 +151,7 @@ class Recorder(LibraryHooks, GraphHooks):
         self.own_graphs = 0
         self.wrapped: set[str] = set()
         self.local = threading.local()
-        self.fast: dict[tuple, tuple[_Entry, str]] = {}
+        self.fast: dict[tuple, tuple[_Entry, _BackwardCount | None]] = {}
         self.by_id: dict[tuple, _Entry] = {}
 
     # ------------------------------------------------------------ install
