@@ -30,11 +30,12 @@ _MEMORY_FIRST = re.compile(r"^\s*(?P<size>\d+)\s*(?:gib|gb?)\s+(?P<name>[a-z].*)
 _VGPU = re.compile(r"^\s*(?:nvidia\s+)?(?:grid\s+)?(?P<board>.+?)[-\s]\d{1,3}[abcq]\s*$", re.I)
 """A virtual GPU as nvidia-smi shows it inside a VM: the board and a profile of its memory and series ("NVIDIA
 L40S-48Q", "GRID A100-40C"; docs.nvidia.com/vgpu, Virtual GPU Types: <board>-<GB><A|B|C|Q>)."""
-_OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|rocm|intel|arc [ab]\d{3}|"
+_OTHER_VENDOR = re.compile(r"\b(?:amd|radeon|instinct|mi\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|rx ?\d{3,4}\w*|w[5-9]\d{3}|rocm|"
+                           r"intel|arc [ab]\d{3}|"
                            r"gaudi\d?|apple|mps|m[1-5] (?:pro|max|ultra)|ascend|huawei|npu|tpu(?: ?v\d\w*)?|"
                            r"xpu)\b", re.I)
-"""Names of accelerators of other vendors (AMD Instinct and Radeon, Intel Arc and Gaudi, Apple M chips, Huawei
-Ascend NPUs, Google TPUs): told apart from an unknown NVIDIA name, whose nearest known names help."""
+"""Names of accelerators of other vendors (AMD Instinct, Radeon RX and Radeon Pro W, Intel Arc and Gaudi, Apple M
+chips, Huawei Ascend NPUs, Google TPUs): told apart from an unknown NVIDIA name, whose nearest known names help."""
 _CAPABILITY = re.compile(r"^(?:(?:cuda |compute )?capability|compute|cc)?\s*[:=]?\s*\(?\s*(\d{1,2})\s*[.,]\s*(\d)\s*\)?$", re.I)
 """A compute capability as nvidia-smi (compute_cap 8.6), torch.cuda.get_device_capability() ((8, 6)) and people
 ("compute capability 7.5", "CC 8.9", "compute 12.0") write it."""

@@ -325,7 +325,10 @@ def test_another_vendor_gpu_is_named_as_such(text: str) -> None:
 
 
 @pytest.mark.parametrize("text, other", [("MI350X", True), ("AMD Radeon RX 9070 (gfx1201)", True), ("H100", False),
-                                         ("rtx 3800ti", False), ("", False), ("Tesla M4", False), ("M3 Max", True)])
+                                         ("rtx 3800ti", False), ("", False), ("Tesla M4", False), ("M3 Max", True),
+                                         ("rx7900GRE", True), ("RX 7900 XTX", True), ("RX6800", True),
+                                         ("W7900", True), ("Radeon Pro W6800", True), ("RTX 4090", False),
+                                         ("RTX 6000 Ada", False), ("rtx2080", False), ("Radeon VII", True)])
 def test_other_vendor_is_told_apart_from_an_unknown_nvidia_name(text: str, other: bool) -> None:
     assert other_vendor(text) is other
 
