@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import textwrap
 
 import pytest
 
@@ -28,6 +29,20 @@ FORMS = {
     "a CI runner's time stamps": lambda t: "\n".join("2026-05-01T12:00:00.1234567Z " + line for line in t.splitlines()),
     "ray's process tags": lambda t: "\n".join("(RayWorkerWrapper pid=1234, ip=10.0.0.1) " + line
                                                for line in t.splitlines()),
+    "wrapped at 80 columns (a terminal, a mail)": lambda t: "\n".join(
+        part for line in t.splitlines()
+        for part in textwrap.wrap(line, 80, drop_whitespace=False, break_on_hyphens=False) or [""]),
+    "a mail reply's quote marks": lambda t: "\n".join("> > " + line for line in t.splitlines()),
+    "a quoted wrap's indented continuation": lambda t: t.replace(" ", "\n  ", 1).replace("\n", "\n> "),
+    "Python logging's time, name and level": lambda t: "\n".join("2024-10-08 08:41:07,252 - train - ERROR - " + line
+                                                                    for line in t.splitlines()),
+    "Python logging's default level and name": lambda t: "\n".join("ERROR:root:" + line for line in t.splitlines()),
+    "loguru's columns": lambda t: "\n".join("2024-10-08 08:41:07.252 | ERROR    | train:main:42 - " + line
+                                            for line in t.splitlines()),
+    "vLLM's log prefix": lambda t: "\n".join("ERROR 05-27 12:34:56 [core.py:501] " + line for line in t.splitlines()),
+    "glog's prefix (C++ libraries)": lambda t: "\n".join("E1128 10:15:42.118301  4411 engine.cc:88] " + line
+                                                          for line in t.splitlines()),
+    "pytest's error column": lambda t: "\n".join("E       " + line for line in t.splitlines()),
     "a JSON log record's escaped string": lambda t: '{"level": "ERROR", "message": ' + json.dumps(t) + "}",
 }
 
@@ -47,8 +62,22 @@ XFORMERS = ("NotImplementedError: No operator found for `memory_efficient_attent
 """xformers' list of refusals per operator (the corpus's tuning half, trellis.2-23): which operator a reason belongs
 to is read from the header above it."""
 
+TE_WRAPPED = ("RuntimeError: transformer_engine/common/fused_attn/fused_attn_f16_arbitrary_seqlen.cu:418\n"
+              "in function operator(): cuDNN Error: THD (ragged offset) is only supported in Hopper and\n"
+              "above : 80.")
+"""NVIDIA/TransformerEngine#3092's text (the corpus's tuning half): a message the page wrapped over two lines, whose
+continuation carries the paste's prefix too."""
+
+QWEN_PADDING = ("ValueError: You are attempting to perform batched generation with padding_side='right' this may lead "
+                "to unexpected behaviour for Flash Attention version of Qwen2. Make sure to  call "
+                "`tokenizer.padding_side  = 'left'` before tokenizing the input.")
+"""OpenRLHF/OpenRLHF#333's text (the corpus's tuning half): a message three lines long once wrapped."""
+
 TEXTS = [(case[0], case[1], case[2]) for case in CORPUS] + [("flashinfer's version check", FLASHINFER, {}),
-                                                              ("xformers' refusals", XFORMERS, {"gpu": "V100"})]
+                                                              ("xformers' refusals", XFORMERS, {"gpu": "V100"}),
+                                                              ("a wrapped TransformerEngine message", TE_WRAPPED,
+                                                               {"gpu": "A100", "cudnn": "9.10.2"}),
+                                                              ("a long transformers message", QWEN_PADDING, {})]
 
 
 @functools.cache

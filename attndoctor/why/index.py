@@ -85,7 +85,7 @@ def head_of(template: str, pattern: str) -> tuple[str, str] | None:
     by_line = plain[cut_t] == "\n"
     pattern = pattern.removeprefix("\\s+") if by_line else pattern  # some patterns keep the opening line break
     cut_p = _line_break(pattern) if by_line else pattern.find("\\. ")
-    if cut_p <= 0 or _own_chars(first) < HEAD_MIN or len(literal_of(first)) < HEAD_LITERAL:
+    if cut_p <= 0 or own_chars(first) < HEAD_MIN or len(literal_of(first)) < HEAD_LITERAL:
         return None
     head = pattern[:cut_p]
     if not by_line:
@@ -122,7 +122,7 @@ def words_of(template: str, filler: str = "") -> str:
     return PLACEHOLDER.sub(filler, _escaped(template)).replace("\0", "{").replace("\1", "}")
 
 
-def _own_chars(template: str) -> int:
+def own_chars(template: str) -> int:
     """How many characters of a template are the message's own words, not its placeholders."""
     return len(words_of(template))
 
@@ -142,7 +142,7 @@ def tail_of(template: str, pattern: str) -> str | None:
     if drop < 1:
         return None
     cut = spaces[drop - 1] + 1
-    if _own_chars(template) - len(re.sub(r"\\(.)", r"\1", opening[:cut])) < HEAD_MIN:
+    if own_chars(template) - len(re.sub(r"\\(.)", r"\1", opening[:cut])) < HEAD_MIN:
         return None
     return pattern[cut:]
 
@@ -157,7 +157,7 @@ def opening_of(template: str, pattern: str) -> tuple[str, str] | None:
     release's shorter form. None where the words before the value say too little or little follows it."""
     plain = _escaped(template)
     first = PLACEHOLDER.search(plain)
-    if first is None or "\n" in plain[:first.start()] or _own_chars(template[first.end():]) < MIN_LITERAL:
+    if first is None or "\n" in plain[:first.start()] or own_chars(template[first.end():]) < MIN_LITERAL:
         return None
     words = plain[:first.start()].strip()
     start = pattern.find("(?P<")

@@ -497,6 +497,8 @@ def _part_of(inner: Any, outer: Any) -> bool:
         return False
     if any(inner.text in reasons for reasons in _reasons(outer.groups)):
         return True
+    if inner.wrapped:  # found over several lines: it has no span on its line
+        return len(inner.text) < len(outer.text) and inner.text in outer.text
     (a, b), (c, d) = inner.span, outer.span
     literal = inner.entry.literals[0][0] if inner.entry.literals else ""
     return (inner.entry.library == outer.entry.library and c <= a and b <= d and b - a < d - c and bool(literal)

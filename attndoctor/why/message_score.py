@@ -95,11 +95,25 @@ def own_positions(hit: Any) -> set[int]:
 
 
 def _tighter(hit: Any, hits: Sequence[Any]) -> Any:
-    """Another library message on the hit's line whose own words hold every one of the hit's own words and more (a
+    """Another library message on the hit's line whose own words hold every one of the hit's own words and more, or,
+    where either was found wrapped over lines, one that holds the hit's text and more of its own words (a
     hand-written entry's line is its own: the index's messages there stand aside)."""
     own = own_positions(hit) if hit.entry.indexed else set()
-    return next((other for other in hits if other.line == hit.line and other.entry.id != hit.entry.id
-                 and other.entry.kind != "fact" and own and own < own_positions(other)), None)
+    if not own and not (hit.wrapped and hit.entry.indexed):
+        return None
+    return next((other for other in hits if other.entry.id != hit.entry.id and other.entry.kind != "fact"
+                 and (_wraps(other, hit) if other.wrapped or hit.wrapped else other.line == hit.line
+                      and own < own_positions(other))), None)
+
+
+def _wraps(other: Any, hit: Any) -> bool:
+    """Whether a message found over lines holds all of a hit's text and more, or as much with more words of its own:
+    the hit's placeholders took what the other prints as its own words (flashinfer's "... version
+    ({flashinfer_version}). {version_mismatch_hint}" against its earlier release's whole sentence, wrapped)."""
+    from .index import own_chars
+
+    return hit.text in other.text and (len(other.text) > len(hit.text) or (
+        len(other.text) == len(hit.text) and own_chars(other.entry.template) > own_chars(hit.entry.template)))
 
 
 def _spelled(name: str) -> str:

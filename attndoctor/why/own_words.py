@@ -122,7 +122,7 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
                 return number, statement
         found = _RAISED.match(lines[number - 1]) or _TAGGED.match(lines[number - 1])
         if found and len(found.group("message").strip(" `'\"")) >= MIN_CHARS:
-            return number, message_part(found.group("message")).strip(" `")
+            return number, message_part(found.group("message") + _wrapped_on(lines, number)).strip(" `")
         above = lines[number - 2].strip() if number > 1 and _UNREACHABLE.match(lines[number - 1]) else ""
         if len(above) >= MIN_CHARS:
             return number - 1, above
@@ -132,6 +132,27 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
             complaint and not _ATTENTION_WORD.search(kept[-1][1])):
         return kept[-1]
     return complaint
+
+
+WRAP_WIDTH = 72
+"""A line at least this long may have been wrapped by a terminal, a mail or a page; a shorter one ended itself."""
+_NEW_RECORD = re.compile(r"^\s{2,}\S|^\s*(?:Traceback|During handling|The above exception|File \"|Aborted|"
+                         r"Segmentation fault|Killed|Exit code|exit \d|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b)")
+"""A line that starts a record of its own after an exception's line: a traceback's frame, a chained traceback, a
+log line, the shell's word for how the program ended."""
+
+
+def _wrapped_on(lines: Sequence[str], number: int, most: int = 4) -> str:
+    """The rest of the message on line `number` that a wrap put on the lines after it ('' where the line ended
+    itself): each following line while the one before is long enough to have been wrapped and it starts no record
+    of its own."""
+    rest = []
+    for previous, line in zip(lines[number - 1:number - 1 + most], lines[number:number + most]):
+        if (len(previous.rstrip()) < WRAP_WIDTH or not line.strip() or _NEW_RECORD.match(line)
+                or _RAISED.match(line) or _TAGGED.match(line)):
+            break
+        rest.append(line.strip())
+    return "".join(" " + part for part in rest)
 
 
 def _complaint(lines: Sequence[str]) -> tuple[int, str] | None:

@@ -146,17 +146,28 @@ no-break and ideographic spaces, zero-width marks, full-width punctuation."""
 _COLOR = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 """A terminal's color and title codes, which a log captured from a colored terminal keeps."""
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt|nbsp);")
+_STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?"
+_LEVEL = r"(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _DECORATION = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+"          # a CI runner's time stamp
-    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?: "  # journald / syslog
-    r"|[\w.\-]+-\d+\s+\| "                                            # docker compose's service-N |
-    r"|\[rank\d+\]:\s?"                                                # torchrun's rank tag
-    r"|\((?:\w+)(?:[ =,.:\w\-]*)?\) (?=\S)"                             # ray's and vLLM's process tag
-    r"|\[pod/[^\]]*\] "                                                # kubectl logs --prefix
-    r"|\d{1,4}: (?=\S)"                                                # srun --label
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+"                    # a CI runner's time stamp
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?: " # journald / syslog
+    r"|[\w.\-]+-\d+\s+\| "                                                    # docker compose's service-N |
+    r"|\[rank\d+\]:\s?"                                                       # torchrun's rank tag
+    r"|\((?:\w+)(?:[ =,.:\w\-]*)?\) (?=\S)"                                   # ray's and vLLM's process tag
+    r"|\[pod/[^\]]*\] "                                                       # kubectl logs --prefix
+    r"|\d{1,4}: (?=\S)"                                                       # srun --label
+    r"|(?:>(?: |$))+"                                                         # a mail reply's or a forum's quote marks
+    rf"|{_STAMP}(?: - [^\s\-][^\n]*?)?? - {_LEVEL} - "                        # Python logging: time - name - level -
+    rf"|{_STAMP} \| *{_LEVEL} *\| [\w.<>\-]+:[\w.<>\-]+:\d+ - "               # loguru
+    rf"|\[{_STAMP}\] (?:\[{_LEVEL}\] )?(?:\[[\w.\-]+:\d+:[\w<>]+\] )?"        # DeepSpeed
+    rf"|{_LEVEL}:[\w.\-]+:(?=\S)"                                             # Python logging's default (ERROR:root:)
+    rf"|{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.\-]+:\d+\] "        # vLLM
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w.\-]+:\d+\] "                # glog (C++ libraries)
+    r"|E {7}"                                                                 # pytest's error column
     r")+")
-"""What a launcher or a log collector puts before each line a program printed: none of it says what went wrong,
-and checks that read a report's line from its start would miss it."""
+"""What a launcher, a log collector, a logger, a test runner or a quoting reply puts before each line a program
+printed: none of it says what went wrong, checks that read a report's line from its start would miss it, and a
+message wrapped over lines is found only once its continuation is its own words again."""
 
 
 _ESCAPE = re.compile(r'\\(?:r\\n|[nt"\\/])')
@@ -218,18 +229,22 @@ def _find_hits(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> l
     """Every place a catalogue message occurs: on its line, or wrapped over the lines around it."""
     hits: list[Hit] = []
     for number, entry in _candidate_lines(lines, entries):
-        found = False
+        found: list[Hit] = []
+        whole = False
         for match in entry.pattern.finditer(lines[number - 1]):
             groups = {k: v.strip() for k, v in match.groupdict().items() if v is not None}
             text = match.group(0)
             # a message opening with a placeholder matches the line's indentation too: its span is the message's
             start, end = match.start() + len(text) - len(text.lstrip()), match.end() - len(text) + len(text.rstrip())
-            hits.append(Hit(entry, number, text.strip(), groups, span=(start, end), literal=_own_words(match)))
-            found = True
-        if not found and entry.literals and entry.kind != "fact":
+            found.append(Hit(entry, number, text.strip(), groups, span=(start, end), literal=_own_words(match)))
+            whole = whole or match.re.pattern == getattr(entry.pattern, "pattern", match.re.pattern)
+        if not whole and entry.literals and entry.kind != "fact" and (not found or "\n" not in entry.template):
+            # only the first sentence of a one-line message on the line: the rest may be where a wrap put it
             hit = _wrapped_hit(lines, number, entry)
-            if hit is not None and not any(h.entry is entry and abs(h.line - number) <= 2 for h in hits):
-                hits.append(hit)
+            if hit is not None and all(len(hit.text) > len(h.text) for h in found) and not any(
+                    h.entry is entry and abs(h.line - number) <= 2 for h in hits):
+                found = [hit]
+        hits += found
     return hits
 
 
@@ -355,12 +370,27 @@ class _Collected:
                 self.te_disabled.setdefault(backend, []).append(hit.text)
 
 
+WRAP_REACH = 320
+"""How many characters of the lines before and after a line a wrapped message is looked for in: a message of a few
+sentences wrapped at 80 columns or narrower."""
+
+
+def _reach(lines: Sequence[str], indices: Iterable[int]) -> int:
+    """How many of the lines at `indices` (taken in order) hold the first WRAP_REACH characters, blank lines ending it."""
+    taken = length = 0
+    for i in indices:
+        if length >= WRAP_REACH or not lines[i].strip():
+            break
+        taken, length = taken + 1, length + len(lines[i].strip()) + 1
+    return taken
+
+
 def _wrapped_hit(lines: tuple[str, ...], number: int, entry: CatalogueEntry) -> Hit | None:
-    """The entry's message across the line, the two before and the one after it joined as one: a message a terminal
-    or a web page wrapped ("... only supported in Hopper and" / "above : 80.") is found where its longest literal
-    part is. Only a match that runs over from the line into a neighbour counts."""
-    first = max(0, number - 3)
-    parts = [line.strip() for line in lines[first:number + 1]]
+    """The entry's message across the line and its neighbours joined as one: a message a terminal, a mail or a web
+    page wrapped ("... only supported in Hopper and" / "above : 80.") is found where its longest literal part is. Only
+    a match that runs over from the line into a neighbour counts."""
+    first = number - 1 - _reach(lines, range(number - 2, -1, -1))
+    parts = [line.strip() for line in lines[first:number + _reach(lines, range(number, len(lines)))]]
     # a terminal wraps at its width, inside a word as well ("failed to dispatch grou" / "p_size 5")
     for glue in (" ", ""):
         start = sum(len(p) + len(glue) for p in parts[:number - 1 - first])
