@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from .index import LABELS, own_chars
 from .similarity import WINDOW
 
 CATALOGUE_CAUSE = 3.5
@@ -76,8 +77,6 @@ def _matched(entry: Any, hit: Any, reading: Any) -> tuple[float, list[str]]:
     if hit.resembles:
         return RESEMBLED, [f"line {hit.line} resembles this {entry.library} {entry.kind} ({hit.resembles:.0%} of the "
                            "words in common): the same check, probably from a release whose wording was not read"]
-    from .index import LABELS
-
     label = LABELS.get(entry.library, entry.library)
     near = " ".join(reading.lines[max(0, hit.line - WINDOW - 1):hit.line]).lower()
     shared = entry.indexed and any(h.line == hit.line and h.entry.indexed and h.entry.library != entry.library
@@ -110,8 +109,6 @@ def _wraps(other: Any, hit: Any) -> bool:
     """Whether a message found over lines holds all of a hit's text and more, or as much with more words of its own:
     the hit's placeholders took what the other prints as its own words (flashinfer's "... version
     ({flashinfer_version}). {version_mismatch_hint}" against its earlier release's whole sentence, wrapped)."""
-    from .index import own_chars
-
     return hit.text in other.text and (len(other.text) > len(hit.text) or (
         len(other.text) == len(hit.text) and own_chars(other.entry.template) > own_chars(hit.entry.template)))
 

@@ -237,7 +237,7 @@ def _find_hits(lines: tuple[str, ...], entries: tuple[CatalogueEntry, ...]) -> l
             # a message opening with a placeholder matches the line's indentation too: its span is the message's
             start, end = match.start() + len(text) - len(text.lstrip()), match.end() - len(text) + len(text.rstrip())
             found.append(Hit(entry, number, text.strip(), groups, span=(start, end), literal=_own_words(match)))
-            whole = whole or match.re.pattern == getattr(entry.pattern, "pattern", match.re.pattern)
+            whole = whole or match.re.pattern == entry.pattern.pattern
         if not whole and entry.literals and entry.kind != "fact" and (not found or "\n" not in entry.template):
             # only the first sentence of a one-line message on the line: the rest may be where a wrap put it
             hit = _wrapped_hit(lines, number, entry)

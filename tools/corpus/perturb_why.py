@@ -1,6 +1,6 @@
 """Checks that `attndoctor why` answers a pasted text the same way however it was pasted: each tuning text it
 diagnoses right is given again wrapped at 80 columns, quoted as in a mail reply, with a logger's or rank's prefix on
-every line, with Windows line ends and coloured by a terminal, and every answer whose cause changes is listed.
+every line, with Windows line ends and coloured by a terminal, and every text no longer answered right is listed.
 
     python tools/corpus/perturb_why.py [--part N] [--only NAME] [--cases] [--json FILE]
 Tuning half only: the held-out half is for reporting.
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", help="one collection part only")
     parser.add_argument("--only", choices=sorted(PASTES), action="append", help="these pastes only")
-    parser.add_argument("--cases", action="store_true", help="print each changed answer")
-    parser.add_argument("--json", help="write the changed answers to this file")
+    parser.add_argument("--cases", action="store_true", help="print each text no longer answered right")
+    parser.add_argument("--json", help="write the texts no longer answered right to this file")
     ns = parser.parse_args(argv)
     pastes = {name: PASTES[name] for name in (ns.only or PASTES)}
     changed: dict[str, list[dict]] = {name: [] for name in pastes}
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 if ns.cases:
                     print(f"{name:9} {case['id']:32} {first['top']} -> {again['top']}")
     for name, rows in changed.items():
-        print(f"{name:9} {right - len(rows)}/{right} answered the same")
+        print(f"{name:9} {right - len(rows)}/{right} still answered right")
     if ns.json:
         Path(ns.json).write_text(json.dumps(changed, indent=1) + "\n", encoding="utf-8")
     return 0
