@@ -11,7 +11,7 @@ DATA = Path(__file__).resolve().parent.parent / "attndoctor" / "data" / "message
 LIBRARIES = {"pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
              "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "kernels", "triton",
-             "cuda", "loader"}
+             "llama-cpp", "cuda", "loader"}
 FACTS = {"hdim", "hdim_v", "heads", "kv_heads", "batch", "seqlen_q", "seqlen_kv", "dtype", "sm", "gpu", "torch",
          "cuda", "cudnn", "flash_attn", "te", "window", "dropout", "softcap", "layout", "smem_required",
          "smem_limit"}
@@ -176,6 +176,11 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     # (its argument's text is the tensor's name), as the extension raises them
     ("RuntimeError: Hopper FNA only supports head dims 32, 64, 128, and 256 for now.", "natten", None, None),
     ("RuntimeError: grad_value must be contiguous", "natten", None, None),
+    # llama.cpp's context as Ollama logs it (src/llama-context.cpp, llama-cpp-python 0.2.79-0.3.36 sdists) and its CUDA
+    # flash attention's assert as ggml_abort prints it (ggml-cuda/fattn.cu, 0.3.16-0.3.36)
+    ("Mar 24 21:17:29 jarvis ollama[2742822]: llama_init_from_model: V cache quantization requires flash_attn",
+     "llama-cpp", None, None),
+    ("/src/llama.cpp/ggml/src/ggml-cuda/fattn.cu:359: GGML_ASSERT(V->ne[0] == 512) failed", "llama-cpp", None, None),
     # jax-ml/jax jax/_src/cudnn/fused_attention_stablehlo.py (jax 0.6.2 and 0.5.3 wheels)
     ("NotImplementedError: Packed layout requires cudnn version >= 9.6 and at least hopper arch.", "jax", None, None),
     ("ValueError: The head dim must be <= 128 and a multiple of 8, but got 80.", "jax", None, None),

@@ -224,6 +224,21 @@ def test_a_message_streamed_after_a_tvm_check_is_read_with_its_condition():
     assert found["k head_dim must equal nope_dim + rope_dim"].condition == "k_head_dim == nope_dim + rope_dim"
 
 
+def test_ggml_asserts_print_their_condition_and_llama_logs_their_function():
+    """ggml.h: GGML_ASSERT(x) aborts with "GGML_ASSERT(" #x ") failed"; llama.cpp logs open with __func__."""
+    found = _read_cpp("""
+      GGML_ASSERT(V->ne[0] == 512);
+      GGML_ABORT("flash-attn tile (320/256): expected GQA ratio multiple of 32");
+      if (params.flash_attn && model->arch == LLM_ARCH_GROK) {
+          LLAMA_LOG_WARN("%s: flash_attn is not compatible with Grok - forcing off\\n", __func__);
+      }""")
+    assert set(found) == {"GGML_ASSERT(V->ne[0] == 512) failed",
+                          "flash-attn tile (320/256): expected GQA ratio multiple of 32",
+                          "{func}: flash_attn is not compatible with Grok - forcing off\n"}
+    assert found["GGML_ASSERT(V->ne[0] == 512) failed"].condition == "V->ne[0] == 512"
+    assert found["{func}: flash_attn is not compatible with Grok - forcing off\n"].kind == "warning"
+
+
 def test_flashinfer_checks_space_their_arguments_and_c10_str_does_not_format():
     found = _read_cpp("""
       FLASHINFER_CHECK(rows <= cap, "batch_prefill partial outputs need", rows, "rows");

@@ -408,6 +408,35 @@ def test_ggmls_missing_device_code_names_the_architecture_and_flash_attention_of
     assert {"install-arch", "gpu-arch"} <= set(cause.topics) and any("flash" in f for f in cause.fixes)
 
 
+def test_llama_cpps_flash_attention_messages_are_read_from_its_source():
+    """ollama/ollama#8418 and #15043: what llama.cpp's context logs when flash attention cannot run or is needed;
+    the fix turns it off, or on for a quantized V cache."""
+    cause = answer("llama_lora_adapter_set: flash_attn is not compatible with LoRA\n"
+                   "panic: error applying lora from file").cause
+    assert cause is not None and cause.id.startswith("LLAMA-CPP-")
+    assert "OLLAMA_FLASH_ATTENTION=0" in cause.fixes[0] and "-fa off" in cause.fixes[0]
+    assert any("llama-cpp-python 0.3.8" in f for f in cause.fixes)  # the release whose copy no longer prints it
+    cause = answer("llama_init_from_model: V cache quantization requires flash_attn\n"
+                   "panic: unable to create llama context").cause
+    assert cause is not None and cause.id.startswith("LLAMA-CPP-") and "-fa on" in cause.fixes[0]
+
+
+def test_ggmls_flash_attention_abort_names_the_head_size_of_its_frame_and_yields_to_the_reason_before_it():
+    """ollama/ollama#15403: a bare "fatal error" in fattn-tile.cuh with the kernel's head sizes in the backtrace;
+    ggml-org/llama.cpp#14747: the same abort after the message that says why."""
+    text = ("/ml/backend/ggml/ggml/src/ggml-cuda/template-instances/../fattn-tile.cuh:1247: fatal error\n"
+            "/lib/ollama/libggml-base.so.0(ggml_abort+0x11d)[0x7f7dfc02d03d]\n"
+            "/lib/ollama/cuda_v12/libggml-cuda.so(_Z34ggml_cuda_flash_attn_ext_tile_caseILi512ELi512EEvR25ggml_backend_"
+            "cuda_contextP11ggml_tensor+0x31a)[0x7f7d757fd3ca]\nSIGABRT: abort")
+    found = answer(text)
+    assert found.cause is not None and found.cause.id == "GGML-FA-KERNEL-ABORT"
+    assert "head-dim" in found.cause.topics and "OLLAMA_FLASH_ATTENTION=0" in found.cause.fixes[0]
+    assert found.config.hdim == 512 and found.config.hdim_v == 512
+    text = ("Unsupported KV type combination for head_size 576.\nOnly f16 is supported.\n"
+            "/home/seg/llama.cpp/ggml/src/ggml-cuda/fattn-common.cuh:690: fatal error")
+    assert answer(text).cause.id == "GGML-FA-UNSUPPORTED-KV-TYPE"
+
+
 def test_cublas_finding_no_memory_for_its_handle_is_out_of_memory():
     """JDAI-CV/fast-reid#625: the first matmul on a GPU whose memory is already full."""
     cause = answer("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`").cause

@@ -13,6 +13,13 @@ REAL_TEXTS = [
     ("PY-NONE-XFORMERS-ATTN-BIAS", "unslothai/unsloth#1617 (the SFT trainer, xformers not importing)",
      "When I am using either the unsloth trainer or the SFTTrainer, I get the error 'NoneType' object has no attribute "
      "'attn_bias'", {"name": "attn_bias"}),
+    ("GGML-FA-KERNEL-ABORT", "ggml-org/llama.cpp#24400 (Tesla T4 on Kaggle, head size 512)",
+     "Loading model... |/kaggle/working/llama.cpp/ggml/src/ggml-cuda/fattn.cu:110: fatal error", {"line": "110"}),
+    ("FACT-GGML-FATTN-CASE-FRAME", "ollama/ollama#15403 (the backtrace's frame, mangled)",
+     "/tmp/daniel_ollama_test/lib/ollama/cuda_v12/libggml-cuda.so(_Z34ggml_cuda_flash_attn_ext_tile_caseILi512ELi512EEvR25"
+     "ggml_backend_cuda_contextP11ggml_tensor+0x31a)[0x7f7d757fd3ca]", {"hdim": "512", "hdim_v": "512"}),
+    ("GGML-FA-KERNEL-ABORT", "ollama/ollama#15403 (gemma4 on a GPU below compute capability 7.5)",
+     "/ml/backend/ggml/ggml/src/ggml-cuda/template-instances/../fattn-tile.cuh:1247: fatal error", {"line": "1247"}),
     ("PY-NAME-FLASH-ATTN-NOT-DEFINED", "studio-dots-ai/dots.ocr#164 (Windows, CPU: no flash-attn)",
      "Error during processing: name '_flash_supports_window_size' is not defined",
      {"name": "_flash_supports_window_size"}),
@@ -440,6 +447,7 @@ NEAR_MISSES = [
     ("PY-NONE-XFORMERS-ATTN-BIAS", "AttributeError: 'NoneType' object has no attribute 'attn_bias_type'"),
     ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "error: '__builtin_amdgcn_s_memrealtime' needs target feature s-memrealtime"),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
+    ("GGML-FA-KERNEL-ABORT", "/llama.cpp/ggml/src/ggml-cuda/mmq.cuh:3884: fatal error"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "out, softmax_lse, p, rng_state = _C_flashattention.fwd(\n"
      "ValueError: too many values to unpack (expected 4)"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "ValueError: too many values to unpack (expected 4)"),

@@ -321,6 +321,21 @@ HUB_NO_BUILD_FIX = (
 """The kernels hub (huggingface/kernels) refuses a kernel repository's builds one by one for this machine."""
 
 
+LLAMA_CPP_FA_OFF_FIX = (
+    "turn llama.cpp's flash attention off: -fa off for llama-server and llama-cli (builds before its on/off/auto "
+    "switch: leave -fa out), OLLAMA_FLASH_ATTENTION=0 for Ollama, flash_attn=False in llama-cpp-python's Llama(...); "
+    "a later build may take the case (Ollama and llama-cpp-python bundle their own llama.cpp)")
+"""llama.cpp's CUDA flash attention refuses a head size, GQA ratio, KV type or GPU with an abort or a log line, and
+its context turns it off for a model, a LoRA or a V head size it does not take (common/arg.cpp -fa [on|off|auto],
+ollama envconfig OLLAMA_FLASH_ATTENTION, llama-cpp-python Llama(flash_attn=...))."""
+LLAMA_CPP_V_CACHE_FIX = (
+    "turn llama.cpp's flash attention on, which a quantized V cache needs (-fa on; Ollama: OLLAMA_FLASH_ATTENTION=1), "
+    "or keep the V cache in f16: --cache-type-v f16 (Ollama: unset OLLAMA_KV_CACHE_TYPE) where flash attention "
+    "cannot run for this model or GPU")
+"""llama.cpp keeps a quantized V cache only with flash attention (llama-context.cpp: ggml_is_quantized(type_v) and
+flash attention disabled is refused)."""
+
+
 def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (), text: str = "",
                 packages: Mapping[str, str] | None = None, framed: Sequence[str] = ()) -> str:
     """A fix for a library message no rule models, from what kind of problem it is."""
@@ -341,6 +356,8 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
         library = first or second or library
     if entry.library == "kernels" and topics[:1] and topics[0] in ("install-arch", "version-mismatch"):
         return HUB_NO_BUILD_FIX
+    if entry.library == "llama-cpp":
+        return LLAMA_CPP_V_CACHE_FIX if "type_v" in (entry.note or "") else LLAMA_CPP_FA_OFF_FIX
     if entry.library == "cuda" and list(topics) == ["other"]:
         # the runtime reports a fault of whichever kernel ran, often at a later call
         if kernel:
@@ -434,10 +451,11 @@ def retired_fix(entry: Any) -> tuple[str, ...]:
     """An upgrade where the library's later releases no longer print the message (an index entry's `retired`)."""
     if not entry.retired or entry.kind == "log":
         return ()
-    from .index import LABELS
+    from .index import LABELS, RELEASED_AS
 
     label = LABELS.get(entry.library, entry.library)
-    return (f"upgrade {label} to {entry.retired} or later: from {entry.retired} on (of the releases read) {label} no "
+    release = f"the copy in {RELEASED_AS[entry.library]} {entry.retired}" if entry.library in RELEASED_AS else entry.retired
+    return (f"upgrade {label} to {release} or later: from {release} on (of the releases read) {label} no "
             "longer prints this message where it did, so the check behind it was lifted or reworded there",)
 
 

@@ -24,8 +24,11 @@ LABELS: Mapping[str, str] = {
     "cuda": "the CUDA runtime", "loader": "the dynamic loader", "sam2": "SAM 2", "llamafactory": "LLaMA-Factory", "sageattention": "SageAttention",
     "flashinfer": "FlashInfer", "megatron": "Megatron-LM", "ms-swift": "ms-swift", "unsloth": "Unsloth", "axolotl": "axolotl",
     "tgi": "text-generation-inference", "jax": "JAX", "natten": "NATTEN", "kernels": "the kernels hub (kernels)",
+    "llama-cpp": "llama.cpp",
 }
 """The libraries the index reads, as reports name them."""
+RELEASED_AS: Mapping[str, str] = {"llama-cpp": "llama-cpp-python"}
+"""Libraries read as another package bundles them: their releases are that package's versions."""
 KIND_OF = {"error": "error", "assert": "error", "warning": "warning", "log": "log"}
 LIBRARY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "cudnn-frontend": ("cudnn-fe", "sdpa-cudnn", "te-fused"), "flash-attn": ("flash-attn-2",),

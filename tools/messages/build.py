@@ -24,7 +24,7 @@ from .sources import CACHE, MIRROR, SOURCES, backends_for
 LIBRARIES = ["pytorch", "inductor", "flash-attn", "flash-attn-3", "flash-attn-4", "transformer-engine",
              "cudnn-frontend", "transformers", "diffusers", "vllm", "sglang", "flashinfer", "xformers",
              "sageattention", "jax", "llamafactory", "megatron", "ms-swift", "unsloth", "axolotl", "tgi", "natten", "kernels", "triton",
-             "cuda", "loader"]
+             "llama-cpp", "cuda", "loader"]
 
 
 def tag_version(tag: str) -> str:

@@ -29,6 +29,8 @@ for v in 0.3.6 0.4.1 0.4.10 0.5.1 0.5.5 0.5.12 0.5.16 0.5.23; do get "sglang==$v
 for v in 0.2.0.post2 0.2.5 0.2.8 0.3.1 0.5.3 0.7.2.post1; do get "flashinfer-python==$v"; done
 # Hugging Face's kernel hub client (0.17 on ships a compiled helper beside its Python)
 for v in 0.4.4 0.8.2 0.10.5 0.12.3 0.15.2 0.17.2; do get "kernels==$v" --only-binary=:all: "${linux[@]}" --python-version 3.12; done
+# llama.cpp as llama-cpp-python's source distributions vendor it (0.2.79 is the first with its CUDA flash attention)
+for v in 0.2.79 0.2.90 0.3.2 0.3.8 0.3.16 0.3.26 0.3.36; do get "llama-cpp-python==$v" --no-binary :all:; done
 # SageAttention 1.x (Triton kernels) is published on PyPI only
 for v in 1.0.2 1.0.6; do get "sageattention==$v" --only-binary=:all:; done
 for v in 4.0.0b4 4.0.0b12 4.0.0b20 4.0.0b28 4.0.0b36; do get "flash-attn-4==$v" --only-binary=:all:; done

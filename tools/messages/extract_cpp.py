@@ -45,6 +45,14 @@ MACROS = {
     "TVM_FFI_ICHECK_GT": ("error", 0, None),
     "TVM_FFI_ICHECK_GE": ("error", 0, None),
     "TVM_FFI_THROW": ("error", None, None),
+    "GGML_ABORT": ("error", None, 0),
+    "GGML_ASSERT": ("assert", 0, 1),
+    "LLAMA_LOG_ERROR": ("error", None, 0),
+    "LLAMA_LOG_WARN": ("warning", None, 0),
+    "LLAMA_LOG_INFO": ("log", None, 0),
+    "GGML_LOG_ERROR": ("error", None, 0),
+    "GGML_LOG_WARN": ("warning", None, 0),
+    "GGML_LOG_INFO": ("log", None, 0),
 }
 _ERROR_IF = {"RETURN_CUDNN_FRONTEND_ERROR_IF"}
 """Checks whose condition is what makes them fail; the others' is what they require."""
@@ -64,13 +72,15 @@ def _unescape(s: str) -> str:
 
 
 # What a check without a message prints: c10/util/Exception.h (TORCH_CHECK_MSG: "Expected " #cond " to be true,
-# but got false.  ...") and transformer_engine/common/util/logging.h (NVTE_CHECK: "Assertion failed: " #expr ". ").
+# but got false.  ..."), transformer_engine/common/util/logging.h (NVTE_CHECK: "Assertion failed: " #expr ". ") and
+# ggml/include/ggml.h (GGML_ASSERT(x): GGML_ABORT("GGML_ASSERT(%s) failed", #x), after "file:line: ").
 _CHECK_DEFAULT = {
     "TORCH_CHECK": "Expected {cond} to be true, but got false.",
     "TORCH_CHECK_VALUE": "Expected {cond} to be true, but got false.",
     "TORCH_CHECK_TYPE": "Expected {cond} to be true, but got false.",
     "TORCH_CHECK_INDEX": "Expected {cond} to be true, but got false.",
     "NVTE_CHECK": "Assertion failed: {cond}.",
+    "GGML_ASSERT": "GGML_ASSERT({cond}) failed",
 }
 
 

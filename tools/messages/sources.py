@@ -67,6 +67,10 @@ not take, a sliding window on some layers only, head sizes, the KV cache. Not "a
 transformers' own checks word for word ("Attention mask should be of size ..."), which are transformers', and
 their mixture-of-experts runners are "backends" too."""
 
+_GGML_FA_TEXT = re.compile(r"flash|fattn|FLASH_ATTN|\bFA\b", re.I)
+"""What of llama.cpp's context, graph and argument code is about its flash attention (turned off for a model, a LoRA
+or a GPU; required by a quantized V cache)."""
+
 _CUDA_TEXT = re.compile(r"(CUDA|cuda|nvcc|compute capability|compiled|sm_\d|arch|capability)")
 """What of torch's CUDA set-up and extension builder reaches attention users: torch without CUDA, a GPU torch was
 not built for, the CUDA version an extension (flash-attn, TransformerEngine) is compiled against."""
@@ -307,6 +311,18 @@ SOURCES = [
                     r"[^/]*\.(cu|cuh|h|cpp)$", r"^(flashinfer/data/)?csrc/xqa/[^/]+\.(cu|cuh|h|cpp)$",
                     r"^(flashinfer/data/)?include/flashinfer/(utils\.cuh|allocator\.h|attention/.+\.(cuh|h)|"
                     r"trtllm/fmha/.+\.(cuh|h))$"],
+    },
+    {
+        # llama.cpp (ggml) as llama-cpp-python's source distributions vendor it under vendor/llama.cpp (commits
+        # 9c77ec1d 0.2.79, 1d1ccce6 0.2.90, 74d73dc8 0.3.2, 7841fc72 0.3.8, 4227c9be 0.3.16, 7c158fbb 0.3.26,
+        # 0c1e5709 0.3.36): its CUDA flash attention (fattn*) and what the context
+        # prints when it turns flash attention on or off; ollama builds the same files
+        "name": "llama-cpp-sdists", "repo": "abetlen/llama-cpp-python", "wheels": "llama-cpp-python-*",
+        "library": lambda p, ref="": "llama-cpp",
+        "include": [r"^vendor/llama\.cpp/(ggml/src/)?ggml-cuda/fattn[^/]*\.(cu|cuh)$",
+                    r"^vendor/llama\.cpp/(src/)?llama(-context|-graph|-model)?\.cpp$",
+                    r"^vendor/llama\.cpp/common/(arg|common)\.cpp$"],
+        "text": {r"/(llama(-context|-graph|-model)?|arg|common)\.cpp$": _GGML_FA_TEXT},
     },
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
