@@ -73,7 +73,18 @@ QWEN_PADDING = ("ValueError: You are attempting to perform batched generation wi
                 "`tokenizer.padding_side  = 'left'` before tokenizing the input.")
 """OpenRLHF/OpenRLHF#333's text (the corpus's tuning half): a message three lines long once wrapped."""
 
+SAGE_ASSERT = ('SageAttention/sageattention/core.py", line 590, in sageattn_qk_int8_pv_fp8_cuda\n'
+               '    assert head_dim in [64, 128], "sageattn_qk_int8_pv_fp16_cuda only support head_dim [64, 128]."')
+"""thu-ml/SageAttention#62's text (the corpus's tuning half): an assert's line with no exception line after it."""
+
+VLLM_CUT = ("untimeError: Worker failed with error 'Kimi-K3 fp8 KV cache requires an fp8 prefill query; enable "
+            "--attention-config '{\"use_prefill_query_quantization\": true}'.', please check the stack trace above for "
+            "the root cause ")
+"""vllm-project/vllm#50056's text (the corpus's tuning half): one line whose exception class the paste cut."""
+
 TEXTS = [(case[0], case[1], case[2]) for case in CORPUS] + [("flashinfer's version check", FLASHINFER, {}),
+                                                              ("an assert's line alone", SAGE_ASSERT, {}),
+                                                              ("a line that lost its start", VLLM_CUT, {}),
                                                               ("xformers' refusals", XFORMERS, {"gpu": "V100"}),
                                                               ("a wrapped TransformerEngine message", TE_WRAPPED,
                                                                {"gpu": "A100", "cudnn": "9.10.2"}),

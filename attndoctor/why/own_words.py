@@ -126,8 +126,11 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
         above = lines[number - 2].strip() if number > 1 and _UNREACHABLE.match(lines[number - 1]) else ""
         if len(above) >= MIN_CHARS:
             return number - 1, above
-    kept = [(n, message_part(line.strip(" `"))) for n, line in enumerate(lines, 1) if line.strip(" `")]
+    kept = [(n, message_part((line.strip() + _wrapped_on(lines, n)).strip(" `"))) for n, line in enumerate(lines, 1)
+            if line.strip(" `") and not _continues(lines, n)]
     complaint = _complaint(lines)
+    if kept and _ASSERT_LINE.match(lines[kept[-1][0] - 1]):
+        return kept[-1]  # a traceback whose paste ends at the failing assert's line, its AssertionError cut off
     if 0 < len(kept) <= SHORT and len(kept[-1][1]) >= MIN_CHARS and not (
             complaint and not _ATTENTION_WORD.search(kept[-1][1])):
         return kept[-1]
@@ -153,6 +156,11 @@ def _wrapped_on(lines: Sequence[str], number: int, most: int = 4) -> str:
             break
         rest.append(line.strip())
     return "".join(" " + part for part in rest)
+
+
+def _continues(lines: Sequence[str], number: int) -> bool:
+    """Whether line `number` is the rest of the line before it that a wrap put on a line of its own."""
+    return number > 1 and bool(_wrapped_on(lines, number - 1, most=1))
 
 
 def _complaint(lines: Sequence[str]) -> tuple[int, str] | None:
