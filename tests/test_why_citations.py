@@ -15,6 +15,9 @@ REAL_TEXTS = [
      "'attn_bias'", {"name": "attn_bias"}),
     ("GGML-FA-KERNEL-ABORT", "ggml-org/llama.cpp#24400 (Tesla T4 on Kaggle, head size 512)",
      "Loading model... |/kaggle/working/llama.cpp/ggml/src/ggml-cuda/fattn.cu:110: fatal error", {"line": "110"}),
+    ("GGML-FA-KERNEL-ABORT", "ggml-org/llama.cpp#24403 (gdb's backtrace, the abort's message not pasted)",
+     "#6  0x00007ff35c609b33 in ggml_cuda_flash_attn_ext(ggml_backend_cuda_context&, ggml_tensor*) () from "
+     "bin/libggml-cuda.so.0", {}),
     ("FACT-GGML-FATTN-CASE-FRAME", "ollama/ollama#15403 (the backtrace's frame, mangled)",
      "/tmp/daniel_ollama_test/lib/ollama/cuda_v12/libggml-cuda.so(_Z34ggml_cuda_flash_attn_ext_tile_caseILi512ELi512EEvR25"
      "ggml_backend_cuda_contextP11ggml_tensor+0x31a)[0x7f7d757fd3ca]", {"hdim": "512", "hdim_v": "512"}),
@@ -448,6 +451,7 @@ NEAR_MISSES = [
     ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "error: '__builtin_amdgcn_s_memrealtime' needs target feature s-memrealtime"),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
     ("GGML-FA-KERNEL-ABORT", "/llama.cpp/ggml/src/ggml-cuda/mmq.cuh:3884: fatal error"),
+    ("GGML-FA-KERNEL-ABORT", "#6  0x00007ff35c609b33 in ggml_cuda_flash_attn_ext_vec_f16(ggml_backend_cuda_context&) ()"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "out, softmax_lse, p, rng_state = _C_flashattention.fwd(\n"
      "ValueError: too many values to unpack (expected 4)"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "ValueError: too many values to unpack (expected 4)"),
