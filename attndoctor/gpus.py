@@ -23,8 +23,10 @@ _SM_TEXT = r"(?:sm|compute)[_\- ]?(\d{2,3})[af]?"
 _SM_FORM = re.compile(rf"^{_SM_TEXT}$")
 _CC_FORM = re.compile(r"^(\d{1,2})\.(\d)$")
 _MEMORY = re.compile(r"(\d+)gb?")
-_COUNT = re.compile(r"^\s*\d+\s*[x×*]\s*(?=\S)|(?<=\S)(?:\s+[x×]|\s*\*)\s*\d+\s*$", re.I)
-"""How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3")."""
+_COUNT = re.compile(r"^\s*\d+\s*[x×*]\s*(?=\S)|(?<=\S)(?:\s+[x×]|\s*\*)\s*\d+\s*$|(?<=\d)[x×]\d{1,2}\b", re.I)
+"""How many of the GPU a machine has, written before or after its name ("8x NVIDIA H100 80GB HBM3", "A100x8")."""
+_SYSTEM = re.compile(r"^\s*(?:nvidia\s+)?[dh]gx[\s-]+(?=g?[a-z]\d)", re.I)
+"""An NVIDIA system named by the GPU it holds ("DGX H100", "HGX B200"); not DGX Spark or Station, named otherwise."""
 _MEMORY_FIRST = re.compile(r"^\s*(?P<size>\d+)\s*(?:gib|gb?)\s+(?P<name>[a-z].*)$", re.I)
 """Memory written before the name ("32G V100", "80GB A100"): the name with the size after it."""
 _VGPU = re.compile(r"^\s*(?:nvidia\s+)?(?:grid\s+)?(?P<board>.+?)[-\s]\d{1,3}[abcq]\s*$", re.I)
@@ -276,7 +278,7 @@ def lookup_gpu(text: str | None) -> GpuSpec | None:
     """
     if not text or not isinstance(text, str):
         return None
-    text = _COUNT.sub("", text)
+    text = _SYSTEM.sub("", _COUNT.sub("", text))
     first = _MEMORY_FIRST.match(text)
     text = f"{first['name']} {first['size']}GB" if first else text
     key = normalize_gpu_name(text)

@@ -297,6 +297,8 @@ def test_an_architecture_of_several_compute_capabilities_is_swept(cli):
     ("8x NVIDIA H100 80GB HBM3", "H100 SXM"), ("2x RTX 4090", "RTX 4090"), ("8 x A100", "A100 80GB"),
     ("NVIDIA GeForce RTX 4090 x 8", "RTX 4090"), ("RTX Quadro 8000", "Quadro RTX 8000"),
     ("p4000", "Quadro P4000"), ("Quadro RTX 6000", "Quadro RTX 6000"),
+    ("A100x8", "A100 80GB"), ("H100x8 80GB", "H100 SXM"), ("DGX H100", "H100 SXM"), ("NVIDIA DGX B200", "B200"),
+    ("HGX H200", "H200"),
 ])
 def test_names_with_a_count_another_word_order_or_without_quadro(text: str, name: str) -> None:
     spec = lookup_gpu(text)
