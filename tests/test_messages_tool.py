@@ -239,6 +239,17 @@ def test_ggml_asserts_print_their_condition_and_llama_logs_their_function():
     assert found["{func}: flash_attn is not compatible with Grok - forcing off\n"].kind == "warning"
 
 
+def test_a_printf_string_takes_any_text_whatever_its_name_says():
+    """llama.cpp's fattn.cu: `%s` of ggml_type_name(K->type) prints "q8_0", not a number its name (`_k_`) suggests."""
+    found = _read_cpp("""
+      GGML_LOG_WARN("%s: no FlashAttention vector kernel compiled for K/V types %s-%s, converting K and V to f16\\n",
+                    __func__, ggml_type_name(K->type), ggml_type_name(V->type));""")
+    (raw,) = found.values()
+    pattern, _ = pattern_of(raw.parts)
+    assert re.search(pattern, "ggml_cuda_flash_attn_ext: no FlashAttention vector kernel compiled for K/V types "
+                              "q8_0-q4_0, converting K and V to f16")
+
+
 def test_flashinfer_checks_space_their_arguments_and_c10_str_does_not_format():
     found = _read_cpp("""
       FLASHINFER_CHECK(rows <= cap, "batch_prefill partial outputs need", rows, "rows");

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .model import LIT, PH, Raw, merge_parts, simplify
+from .model import C_STRING, LIT, PH, Raw, merge_parts, simplify
 
 # macro -> (kind, index of the condition argument or None, index of the first message argument)
 MACROS = {
@@ -324,7 +324,8 @@ def _fmt_literal(lit: str, args_after: list) -> tuple[list, int]:
         parts.append((LIT, lit[pos:m.start()]))
         pos = m.end()
         name = simplify(args_after[used]) if used < len(args_after) else "value"
-        spec = "d" if re.search(r"[diu]$", m.group(0)) else ""
+        # C's %s takes a char*: a name or a word, never the number a placeholder's name may suggest
+        spec = "d" if re.search(r"[diu]$", m.group(0)) else C_STRING if m.group(0).endswith("s") else ""
         parts.append((PH, name, spec))
         used += 1
     parts.append((LIT, lit[pos:]))

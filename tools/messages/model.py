@@ -93,6 +93,11 @@ INT_OR_TUPLE = r"-?\d+|\([-\d, ]+\)|torch\.Size\(\[[-\d, ]*\]\)"
 tensor's .size() prints (torch.Size([1, 30, 30]))."""
 
 
+C_STRING = "cstr"
+"""The spec of a C printf `%s`: a char*, so text whatever its placeholder's name says (Python's `%s` of a count
+prints the number, and keeps the name's hint)."""
+
+
 TYPE_REPR = r"<class '[\w.]+'>|[\w.]+"
 """What `type(x)` formats to (<class 'torch.Tensor'>), or a class's bare name where a library prints __name__."""
 
@@ -102,6 +107,8 @@ def subpattern(name: str, spec: str) -> str:
     spec = spec or ""
     if spec.startswith("alt:"):
         return "|".join(re.escape(x).replace("\\ ", " ") for x in spec[4:].split("\x00"))
+    if spec == C_STRING:
+        return NAME_VALUE if _NAME_HINTS.search(name) else r".*?"
     if re.search(r"[dxXob]$", spec):
         return r"-?\d+"
     if re.search(r"[eEfFgG%]$", spec):
