@@ -587,6 +587,9 @@ def test_a_condition_is_told_apart_as_what_the_check_requires_or_what_makes_it_f
     assert [(r.condition, r.trigger) for r in raws] == [("d <= 256", False), ("d % 8 != 0", True), ("d > 256", True)]
     assert meaning_of({"library": "pytorch", "condition": "d <= 256"}).endswith("its check `d <= 256` failed")
     assert meaning_of({"library": "cudnn-frontend", "condition": "d > 256", "trigger": True}).endswith("when `d > 256`")
+    # a guard that only keeps a warning from repeating (llama.cpp's `if (!warned)`) says nothing about the cause
+    assert meaning_of({"library": "llama-cpp", "condition": "!warned", "trigger": True, "kind": "warning"}) == \
+        "llama.cpp prints this warning"
 
 
 def test_a_reason_passed_as_a_keyword_is_read_where_the_source_asks_for_it():

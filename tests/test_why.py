@@ -419,6 +419,8 @@ def test_llama_cpps_flash_attention_messages_are_read_from_its_source():
     cause = answer("llama_init_from_model: V cache quantization requires flash_attn\n"
                    "panic: unable to create llama context").cause
     assert cause is not None and cause.id.startswith("LLAMA-CPP-") and "-fa on" in cause.fixes[0]
+    cause = answer("llama_init_from_model: flash_attn is not compatible with Grok - forcing off").cause
+    assert cause is not None and cause.fixes[0].startswith("nothing fails here: llama.cpp went on (forcing off)")
 
 
 def test_ggmls_flash_attention_abort_names_the_head_size_of_its_frame_and_yields_to_the_reason_before_it():

@@ -328,6 +328,15 @@ LLAMA_CPP_FA_OFF_FIX = (
 """llama.cpp's CUDA flash attention refuses a head size, GQA ratio, KV type or GPU with an abort or a log line, and
 its context turns it off for a model, a LoRA or a V head size it does not take (common/arg.cpp -fa [on|off|auto],
 ollama envconfig OLLAMA_FLASH_ATTENTION, llama-cpp-python Llama(flash_attn=...))."""
+LLAMA_CPP_FELL_BACK = re.compile(r"forcing off|converting K and V to f16 instead \(slow\)")
+"""llama.cpp's words where it works around what flash attention cannot do and goes on."""
+LLAMA_CPP_FELL_BACK_FIX = (
+    "nothing fails here: llama.cpp went on ({what}); where the run still stops, the cause is a later message; "
+    "to keep flash attention for this case, upgrade to a build that takes it (for K/V types, a build with them in "
+    "GGML_CUDA_FA_QUANTS or -DGGML_CUDA_FA_ALL_QUANTS=ON), else pass -fa off (Ollama: OLLAMA_FLASH_ATTENTION=0) to "
+    "say so")
+"""What llama.cpp logs when it turns flash attention off for a model (`... - forcing off`) or converts a K/V type
+its vector kernel lacks to f16 (fattn.cu: "Add ... to GGML_CUDA_FA_QUANTS to compile it")."""
 LLAMA_CPP_V_CACHE_FIX = (
     "turn llama.cpp's flash attention on, which a quantized V cache needs (-fa on; Ollama: OLLAMA_FLASH_ATTENTION=1), "
     "or keep the V cache in f16: --cache-type-v f16 (Ollama: unset OLLAMA_KV_CACHE_TYPE) where flash attention "
@@ -357,7 +366,10 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     if entry.library == "kernels" and topics[:1] and topics[0] in ("install-arch", "version-mismatch"):
         return HUB_NO_BUILD_FIX
     if entry.library == "llama-cpp":
-        return LLAMA_CPP_V_CACHE_FIX if "type_v" in (entry.note or "") else LLAMA_CPP_FA_OFF_FIX
+        if "type_v" in (entry.note or ""):
+            return LLAMA_CPP_V_CACHE_FIX
+        fell_back = LLAMA_CPP_FELL_BACK.search(getattr(entry, "template", ""))
+        return LLAMA_CPP_FELL_BACK_FIX.format(what=fell_back.group(0)) if fell_back else LLAMA_CPP_FA_OFF_FIX
     if entry.library == "cuda" and list(topics) == ["other"]:
         # the runtime reports a fault of whichever kernel ran, often at a later call
         if kernel:

@@ -207,10 +207,15 @@ def literal_of(template: str) -> str:
     return best.replace("\0", "{").replace("\1", "}")
 
 
+_ONCE_GUARD = re.compile(r"^!\s*\w*(?:warn|print|logg?ed|once|shown|reported)\w*$", re.I)
+"""A condition that only keeps a message from repeating (`if (!warned)`): no check behind the message."""
+
+
 def meaning_of(record: Mapping[str, Any]) -> str:
     """One line: who prints the message and the check behind it."""
     label = LABELS.get(record["library"], record["library"])
     condition = " ".join(str(record.get("condition") or "").split())
+    condition = "" if _ONCE_GUARD.match(condition) else condition
     if condition and record.get("trigger"):
         return f"{label} printed this when `{condition[:160]}`"
     if condition:
