@@ -315,8 +315,8 @@ SOURCES = [
     {
         # llama.cpp (ggml) as llama-cpp-python's source distributions vendor it under vendor/llama.cpp (commits
         # 9c77ec1d 0.2.79, 1d1ccce6 0.2.90, 74d73dc8 0.3.2, 7841fc72 0.3.8, 4227c9be 0.3.16, 7c158fbb 0.3.26,
-        # 0c1e5709 0.3.36): its CUDA flash attention (fattn*) and what the context
-        # prints when it turns flash attention on or off; ollama builds the same files
+        # 0c1e5709 0.3.36): its CUDA flash attention (fattn*) and what the context prints when it turns flash
+        # attention on or off; Ollama builds the same files
         "name": "llama-cpp-sdists", "repo": "abetlen/llama-cpp-python", "wheels": "llama-cpp-python-*",
         "library": lambda p, ref="": "llama-cpp",
         "include": [r"^vendor/llama\.cpp/(ggml/src/)?ggml-cuda/fattn[^/]*\.(cu|cuh)$",
