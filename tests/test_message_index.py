@@ -64,9 +64,10 @@ def test_size_and_breadth():
     assert len(libraries) >= 10
     assert libraries <= LIBRARIES
     # `why`'s start reads every message file (0.4 s at 7.9k messages, 6.5 MB; 0.74 s for the whole command at 9.8k,
-    # 7.6 MB; 0.75 s at 10.5k, 8.2 MB, 62 MB resident); INDEX.json, the list of what was read, is never loaded and only
+    # 7.6 MB; 0.75 s at 10.5k, 8.2 MB, 62 MB resident; 0.89 s at 10.7k, 8.4 MB, 62 MB on a 2-core machine that gave
+    # 0.91 s without llama.cpp's 76); INDEX.json, the list of what was read, is never loaded and only
     # adds to the installed size
-    assert sum(p.stat().st_size for p in DATA.glob("*.jsonl")) < 8_400_000
+    assert sum(p.stat().st_size for p in DATA.glob("*.jsonl")) < 8_450_000
     assert (DATA / "INDEX.json").stat().st_size < 600_000
 
 
@@ -181,6 +182,9 @@ def test_patterns_match_the_literal_as_the_source_writes_it():
     ("Mar 24 21:17:29 jarvis ollama[2742822]: llama_init_from_model: V cache quantization requires flash_attn",
      "llama-cpp", None, None),
     ("/src/llama.cpp/ggml/src/ggml-cuda/fattn.cu:359: GGML_ASSERT(V->ne[0] == 512) failed", "llama-cpp", None, None),
+    # the same library before ggml_abort (llama-cpp-python 0.2.79's llama.cpp: ggml.h printed "GGML_ASSERT: %s:%d: %s")
+    ("GGML_ASSERT: /tmp/llama.cpp/ggml-cuda/fattn-common.cuh:639: !mask || mask->type == GGML_TYPE_F16", "llama-cpp",
+     None, None),
     # jax-ml/jax jax/_src/cudnn/fused_attention_stablehlo.py (jax 0.6.2 and 0.5.3 wheels)
     ("NotImplementedError: Packed layout requires cudnn version >= 9.6 and at least hopper arch.", "jax", None, None),
     ("ValueError: The head dim must be <= 128 and a multiple of 8, but got 80.", "jax", None, None),

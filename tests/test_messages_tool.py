@@ -239,6 +239,24 @@ def test_ggml_asserts_print_their_condition_and_llama_logs_their_function():
     assert found["{func}: flash_attn is not compatible with Grok - forcing off\n"].kind == "warning"
 
 
+def test_an_assert_macro_that_prints_file_line_and_condition_is_read_in_its_releases_wording():
+    """ggml.h before ggml_abort (llama-cpp-python 0.2.79's llama.cpp): GGML_ASSERT printed "GGML_ASSERT: %s:%d: %s"."""
+    from tools.messages import extract_cpp
+
+    header = ('#define GGML_ASSERT(x) \\\n    do { \\\n        if (!(x)) { \\\n            fflush(stdout); \\\n'
+              '            fprintf(stderr, "GGML_ASSERT: %s:%d: %s\\n", __FILE__, __LINE__, #x); \\\n'
+              '            abort(); \\\n        } \\\n    } while (0)\n')
+    asserts = extract_cpp.printed_asserts(header)
+    assert asserts == {"GGML_ASSERT": "GGML_ASSERT: "}
+    raws, _ = extract_cpp.extract("void f() {\n    GGML_ASSERT(V->ne[0] == 512);\n}\n", asserts=asserts)
+    (raw,) = raws
+    pattern, _ = pattern_of(raw.parts)
+    assert raw.condition == "V->ne[0] == 512"
+    assert re.search(pattern, "GGML_ASSERT: /llama.cpp/ggml-cuda/fattn.cu:359: V->ne[0] == 512")
+    raws, _ = extract_cpp.extract("void f() {\n    GGML_ASSERT(V->ne[0] == 512);\n}\n")
+    assert template_of(raws[0].parts) == "GGML_ASSERT(V->ne[0] == 512) failed"
+
+
 def test_a_printf_string_takes_any_text_whatever_its_name_says():
     """llama.cpp's fattn.cu: `%s` of ggml_type_name(K->type) prints "q8_0", not a number its name (`_k_`) suggests."""
     found = _read_cpp("""

@@ -264,11 +264,13 @@ def run(out_dir: str, only: tuple = ()) -> int:
         reader = read_git if "git" in src else read_tarballs if "tarballs" in src else read_wheels
         files = reader(src)
         macros: dict = {}
+        asserts: dict = {}
         if src.get("check_macros"):
             files = list(files)
             for ref, _, path, text in files:
                 if not path.endswith(".py"):
                     macros.setdefault(ref, {}).update(extract_cpp.check_macros(text))
+                    asserts.setdefault(ref, {}).update(extract_cpp.printed_asserts(text))
         n = 0
         for ref, release, path, text in files:
             library = src["library"](path, ref)
@@ -281,12 +283,14 @@ def run(out_dir: str, only: tuple = ()) -> int:
             reasons = bool(src.get("reasons")) and extractor is extract_py
             stringizing = bool(src.get("stringizing")) and extractor is extract_cpp
             known = macros.get(ref, {}) if extractor is extract_cpp else {}
+            printed = asserts.get(ref, {}) if extractor is extract_cpp else {}
             key = (extractor.__name__, prints, reasons, stringizing, repr(sorted(known.items())),
-                   hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
+                   repr(sorted(printed.items())), hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
             if key not in memo:
                 options = {name: True for name, on in (("prints", prints), ("reasons", reasons), ("stringizing", stringizing))
                            if on}
-                memo[key] = extractor.extract(text, **options, **({"macros": known} if known else {}))
+                memo[key] = extractor.extract(text, **options, **({"macros": known} if known else {}),
+                                              **({"asserts": printed} if printed else {}))
             raws, skipped = memo[key]
             for k, v in skipped.items():
                 idx.skipped[library][k] += v

@@ -141,6 +141,20 @@ def check_macros(source: str) -> dict:
     return out
 
 
+def printed_asserts(source: str) -> dict:
+    """The one-argument assert macros a file defines to print `<prefix><file>:<line>: <argument's text>` (ggml.h's
+    GGML_ASSERT before ggml_abort: fprintf(stderr, "GGML_ASSERT: %s:%d: %s\\n", __FILE__, __LINE__, #x)): name ->
+    prefix. A release that defines one prints its calls so, not in the wording of _CHECK_DEFAULT."""
+    out = {}
+    for m in _DEFINE.finditer(source):
+        name, param, body = m.group(1), m.group(2), m.group(3).replace("\\\n", " ")
+        printed = re.search(r'fprintf\s*\(\s*stderr\s*,\s*"((?:[^"\\]|\\.)*?)%s:%d: %s\\n"\s*,\s*__FILE__\s*,\s*'
+                            r"__LINE__\s*,\s*#\s*" + re.escape(param) + r"\s*\)", body)
+        if printed:
+            out[name] = _unescape(printed.group(1))
+    return out
+
+
 def _scope_at(masked: str, pos: int) -> list:
     """The function a message at `pos` lies in (the last definition within 20,000 characters above it), as a list."""
     fm = None
@@ -474,10 +488,11 @@ def _enclosing_if(src: str, masked: str, pos: int) -> str:
     return re.sub(r"\s+", " ", src[start + 1:end]).strip()
 
 
-def extract(source: str, stringizing: bool = False, macros: dict | None = None) -> tuple[list, dict]:
+def extract(source: str, stringizing: bool = False, macros: dict | None = None,
+            asserts: dict | None = None) -> tuple[list, dict]:
     """One pass over a C++/CUDA file yields every message it can print and the counts of what it skipped;
     `stringizing` reads FlashInfer's argument-text checks too (STRINGIZING), `macros` the calls of a release's
-    argument-text check macros (check_macros)."""
+    argument-text check macros (check_macros), `asserts` its assert macros' own wording (printed_asserts)."""
     if not _CALL.search(source) and not (stringizing and _STRINGIZING_CALL.search(source)) and not any(
             name in source for name in macros or {}):
         return [], {}
@@ -527,7 +542,12 @@ def extract(source: str, stringizing: bool = False, macros: dict | None = None) 
             parts = merge_parts(parts)
         elif not msg_args or not source[msg_args[0][0]:msg_args[0][1]].strip():
             stringized = _stringize(source, masked, args[0]) if cond_i == 0 and args else ""
-            if name in _CHECK_DEFAULT and stringized:
+            if name == "GGML_ASSERT" and stringized in ("false", "0"):  # ggml's mark of a branch never to be reached
+                skipped["check without a message"] = skipped.get("check without a message", 0) + 1
+                continue
+            if name in (asserts or {}) and stringized:
+                parts = [(LIT, asserts[name]), (PH, "file", ""), (LIT, ":"), (PH, "line", "d"), (LIT, ": " + stringized)]
+            elif name in _CHECK_DEFAULT and stringized:
                 parts = [(LIT, _CHECK_DEFAULT[name].format(cond=stringized))]
             else:
                 skipped["check without a message"] = skipped.get("check without a message", 0) + 1

@@ -318,11 +318,13 @@ SOURCES = [
         # 0c1e5709 0.3.36): its CUDA flash attention (fattn*) and what the context prints when it turns flash
         # attention on or off; Ollama builds the same files
         "name": "llama-cpp-sdists", "repo": "abetlen/llama-cpp-python", "wheels": "llama-cpp-python-*",
-        "library": lambda p, ref="": "llama-cpp",
-        "include": [r"^vendor/llama\.cpp/(ggml/src/)?ggml-cuda/fattn[^/]*\.(cu|cuh)$",
+        "library": lambda p, ref="": "llama-cpp", "check_macros": True,
+        # ggml.h: how the release's GGML_ASSERT prints (before ggml_abort: "GGML_ASSERT: file:line: cond")
+        "include": [r"^vendor/llama\.cpp/(ggml/include/)?ggml\.h$",
+                    r"^vendor/llama\.cpp/(ggml/src/)?ggml-cuda/fattn[^/]*\.(cu|cuh)$",
                     r"^vendor/llama\.cpp/(src/)?llama(-context|-graph|-model)?\.cpp$",
                     r"^vendor/llama\.cpp/common/(arg|common)\.cpp$"],
-        "text": {r"/(llama(-context|-graph|-model)?|arg|common)\.cpp$": _GGML_FA_TEXT},
+        "text": {r"/(llama(-context|-graph|-model)?|arg|common)\.cpp$|/ggml\.h$": _GGML_FA_TEXT},
     },
     {
         "name": "triton-wheels", "repo": "triton-lang/triton", "wheels": "triton-*", "library": lambda p, ref="": "triton",
