@@ -368,7 +368,7 @@ def generic_fix(entry: Any, topics: Sequence[str], backends: Sequence[str] = (),
     if entry.library == "llama-cpp":
         if "type_v" in (entry.note or ""):
             return LLAMA_CPP_V_CACHE_FIX
-        fell_back = LLAMA_CPP_FELL_BACK.search(getattr(entry, "template", ""))
+        fell_back = LLAMA_CPP_FELL_BACK.search(entry.template)
         return LLAMA_CPP_FELL_BACK_FIX.format(what=fell_back.group(0)) if fell_back else LLAMA_CPP_FA_OFF_FIX
     if entry.library == "cuda" and list(topics) == ["other"]:
         # the runtime reports a fault of whichever kernel ran, often at a later call

@@ -126,14 +126,15 @@ def error_line(lines: Sequence[str]) -> tuple[int, str] | None:
         above = lines[number - 2].strip() if number > 1 and _UNREACHABLE.match(lines[number - 1]) else ""
         if len(above) >= MIN_CHARS:
             return number - 1, above
-    kept = [(n, message_part((line.strip() + _wrapped_on(lines, n)).strip(" `"))) for n, line in enumerate(lines, 1)
-            if line.strip(" `") and not _continues(lines, n)]
+    records = [n for n, line in enumerate(lines, 1) if line.strip(" `") and not _continues(lines, n)]
+    last = (records[-1], message_part((lines[records[-1] - 1].strip() + _wrapped_on(lines, records[-1])).strip(" `"))
+            ) if records else None
     complaint = _complaint(lines)
-    if kept and _ASSERT_LINE.match(lines[kept[-1][0] - 1]):
-        return kept[-1]  # a traceback whose paste ends at the failing assert's line, its AssertionError cut off
-    if 0 < len(kept) <= SHORT and len(kept[-1][1]) >= MIN_CHARS and not (
-            complaint and not _ATTENTION_WORD.search(kept[-1][1])):
-        return kept[-1]
+    if last and _ASSERT_LINE.match(lines[last[0] - 1]):
+        return last  # a traceback whose paste ends at the failing assert's line, its AssertionError cut off
+    if last and len(records) <= SHORT and len(last[1]) >= MIN_CHARS and not (
+            complaint and not _ATTENTION_WORD.search(last[1])):
+        return last
     return complaint
 
 
