@@ -451,6 +451,8 @@ NEAR_MISSES = [
     ("HIP-MATRIX-BUILTIN-NEEDS-TARGET-FEATURE", "error: '__builtin_amdgcn_s_memrealtime' needs target feature s-memrealtime"),
     ("GGML-FA-UNSUPPORTED-KV-TYPE", "llama_init_from_model: V cache quantization requires flash_attn"),
     ("GGML-FA-KERNEL-ABORT", "/llama.cpp/ggml/src/ggml-cuda/mmq.cuh:3884: fatal error"),
+    ("FACT-GGML-FATTN-CASE-FRAME", "libggml-cuda.so(_Z24ggml_cuda_flash_attn_extR25ggml_backend_cuda_contextP11ggml_tensor"
+     "+0x1ab3)[0x7fa006e26d13]"),
     ("GGML-FA-KERNEL-ABORT", "#6  0x00007ff35c609b33 in ggml_cuda_flash_attn_ext_vec_f16(ggml_backend_cuda_context&) ()"),
     ("FA-UNPAD-INPUT-RETURN-COUNT", "out, softmax_lse, p, rng_state = _C_flashattention.fwd(\n"
      "ValueError: too many values to unpack (expected 4)"),
