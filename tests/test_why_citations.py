@@ -387,6 +387,8 @@ REAL_TEXTS = [
      "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:", {}),
     ("SAGEATTENTION-KERNEL-NOT-AVAILABLE", "thu-ml/SageAttention sageattention/core.py@v2.2.0:723",
      "AssertionError: SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.", {}),
+    ("SDPA-MASK-WITH-IS-CAUSAL", "vllm-project/vllm#11169",
+     "RuntimeError: _scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True", {}),
     ("ONNX-EXPORT-SDPA-OPSET", "pytorch/pytorch#106612 (torch 2.0, opset 17)",
      "UnsupportedOperatorError: Exporting the operator 'aten::scaled_dot_product_attention' to ONNX opset version 17 "
      "is not supported. Please feel free to request support or submit a pull request on PyTorch GitHub.",
@@ -514,6 +516,8 @@ NEAR_MISSES = [
     ("BUILD-CUDA-TOOLKIT-NOT-FOUND", "nvcc not found at '/usr/local/cuda/bin/nvcc'. Ensure CUDA path '/usr/local/cuda' is correct."),
     ("FACT-THD-LAYOUT", "Disabling FlashAttention 3 for FP8 KV caching and non-THD"),
     ("FACT-THD-LAYOUT", "ValueError: qkv_format must be {BSHD, SBHD, THD}."),
+    ("SDPA-MASK-WITH-IS-CAUSAL", "RuntimeError: _scaled_dot_product_attention: Nested tensors for query / key are not "
+     "supported when is_causal=True"),
     ("ONNX-EXPORT-SDPA-OPSET", "UnsupportedOperatorError: Exporting the operator 'aten::softmax' to ONNX opset version "
      "12 is not supported."),
     ("FA-TRITON-OPS-NEED-TORCH-26", "AttributeError: module 'torch.library' has no attribute 'custom_op'"),

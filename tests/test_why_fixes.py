@@ -572,3 +572,17 @@ def test_a_hub_kernel_without_a_build_for_this_machine_is_fixed_by_a_release_it_
         cause = json.loads(out)["cause"]
         assert cause["id"].startswith("KERNELS-") and cause["topics"][0] in ("install-arch", "version-mismatch"), text
         assert cause["fixes"][0].startswith("the hub kernel the program loads"), cause["fixes"]
+
+
+def test_a_mask_passed_with_is_causal_is_fixed_by_passing_one_of_the_two(cli):
+    """SDPA's math kernel builds the causal mask itself when is_causal=True and refuses one given beside it
+    (aten/src/ATen/native/transformers/attention.cpp _scaled_dot_product_attention_math): the fix is the call's
+    arguments, not another kernel."""
+    code, out, err = cli("why", "--no-here", "--format", "json", "--",
+                         "RuntimeError: _scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                         "is_causal=True")
+    assert code in (0, 1), err
+    cause = json.loads(out)["cause"]
+    assert cause["topics"] == ["mask"] and cause["backends"] == ["sdpa-math"]
+    assert "is_causal=False" in cause["fixes"][0] and "drop attn_mask" in cause["fixes"][0]
+    assert not any("enable_flash_sdp" in f for f in cause["fixes"])

@@ -82,6 +82,17 @@ def test_other_size_errors_say_nothing_of_heads():
     assert shape_topics("shape '[2, 0, 8, 64]' is invalid for input of size 1024") == ()
 
 
+def test_a_size_error_on_a_code_line_that_reshapes_the_attention_mask_is_about_the_mask(cli):
+    lines = ['  File "/opt/conda/lib/python3.10/site-packages/deep_training/nlp/models/qwen/modeling_qwen.py", line 718, '
+             'in forward', "    attention_mask = attention_mask.view(batch_size, -1)",
+             "RuntimeError: shape '[2, -1]' is invalid for input of size 3969"]
+    _, doc = ask(cli, "\n".join(lines))
+    assert doc["cause"]["id"] == "ERROR-OWN-WORDS" and doc["cause"]["topics"] == ["mask"]
+    # the same error on a line that reshapes something else names no kind of problem
+    _, doc = ask(cli, "\n".join([lines[0], "    x = x.view(batch_size, -1)", lines[2]]))
+    assert "mask" not in ((doc["cause"] or {}).get("topics") or ())
+
+
 def test_the_one_attention_package_given_is_the_backend_of_a_cause_that_names_none(cli):
     text = "RuntimeError: CUDA error: device kernel image is invalid"
     _, doc = ask(cli, text, "--flash-attn", "2.8.1", "--torch", "2.7.1")

@@ -43,6 +43,9 @@ FORMS = {
     "glog's prefix (C++ libraries)": lambda t: "\n".join("E1128 10:15:42.118301  4411 engine.cc:88] " + line
                                                           for line in t.splitlines()),
     "pytest's error column": lambda t: "\n".join("E       " + line for line in t.splitlines()),
+    "a Markdown code fence (an issue, a chat)": lambda t: "```python\n" + t + "\n```",
+    "a Markdown code block's indentation over a CI runner's stamps": lambda t: "\n".join(
+        "    2026-05-01T12:00:00.1234567Z " + line for line in t.splitlines()),
     "a JSON log record's escaped string": lambda t: '{"level": "ERROR", "message": ' + json.dumps(t) + "}",
 }
 

@@ -52,7 +52,7 @@ def _folders(path: re.Match[str]) -> str:
 _SIZES = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton "
                     r"dimension (?P<dim>\d+)")
 """PyTorch's broadcast error (ATen's infer_size): two tensors differ in one axis."""
-_VIEW = re.compile(r"shape '\[(?P<shape>[\d, ]+)\]' is invalid for input of size (?P<size>\d+)")
+_VIEW = re.compile(r"shape '\[(?P<shape>[-\d, ]+)\]' is invalid for input of size (?P<size>\d+)")
 """PyTorch's view error: the new shape does not hold the tensor's elements."""
 
 
@@ -89,7 +89,7 @@ def shape_topics(message: str) -> tuple[str, ...]:
         return ("gqa",) if sizes["dim"] == "1" and 1 < a < b and b % a == 0 else ()
     view = _VIEW.search(message)
     dims = [int(d) for d in view["shape"].split(",") if d.strip()] if view else []
-    if len(dims) != 4 or 0 in dims:
+    if len(dims) != 4 or min(dims) < 1:
         return ()
     size = int(view["size"])
     for axis in (1, 2):  # (batch, heads, seq, dim) or (batch, seq, heads, dim)
@@ -97,6 +97,24 @@ def shape_topics(message: str) -> tuple[str, ...]:
         heads = size // rest if size % rest == 0 else 0
         if 1 <= heads < dims[axis] and dims[axis] % heads == 0:
             return ("gqa",)
+    return ()
+
+
+_EXPANDED = re.compile(r"expanded size of the tensor \(\d+\) must match the existing size")
+"""PyTorch's expand error: a tensor broadcast to a shape its axes do not fit."""
+_MASK_CODE = re.compile(r"\b\w*(?:attention|attn|causal|padding)_mask\b")
+"""An attention mask by the names model code gives it (attention_mask, attn_mask, causal_mask, key_padding_mask)."""
+
+
+def reshaped_topics(lines: Sequence[str], number: int, message: str) -> tuple[str, ...]:
+    """("mask",) where a size, view or expand error's code line above it reshapes or broadcasts an attention mask
+    (attention_mask.view(batch_size, -1)): the mask's shape is what does not fit."""
+    if not (_SIZES.search(message) or _VIEW.search(message) or _EXPANDED.search(message)):
+        return ()
+    for line in _above(lines, number):
+        code = line.strip()
+        if code and not code.startswith("File ") and code.strip("^~ "):
+            return ("mask",) if _MASK_CODE.search(code) else ()
     return ()
 
 
@@ -254,8 +272,8 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         fixes = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
                  f"it imports, or choose another attention in the program than the one that calls {called}",)
     else:
-        topics = tuple(dict.fromkeys(t for t in (*text_topics(_PATH.sub(_folders, message)), *shape_topics(message))
-                                     if t != "other"))
+        topics = tuple(dict.fromkeys(t for t in (*text_topics(_PATH.sub(_folders, message)), *shape_topics(message),
+                                                 *reshaped_topics(reading.lines, number, message)) if t != "other"))
         advice = own_advice(reading.lines, number)
         if not topics and advice and UNSUPPORTED.search(message):
             topics, fixes = ("other",), advice

@@ -170,6 +170,10 @@ printed: none of it says what went wrong, checks that read a report's line from 
 message wrapped over lines is found only once its continuation is its own words again."""
 
 
+_FENCE = re.compile(r"^\s*(?:```|~~~)[\w+\-. ]*$")
+"""A Markdown code fence's line (```python, ```): where a paste in an issue or a chat begins and ends."""
+
+
 _ESCAPE = re.compile(r'\\(?:r\\n|[nt"\\/])')
 _ESCAPED = {"\\n": "\n", "\\r\\n": "\n", "\\t": "\t", '\\"': '"', "\\\\": "\\", "\\/": "/"}
 
@@ -185,11 +189,16 @@ def _unescaped(text: str) -> str:
 
 def as_printed(line: str) -> str:
     """A pasted line with the characters its library printed: the paste's own additions taken back."""
+    if _FENCE.match(line):
+        return ""
     if "\x1b" in line:
         line = _COLOR.sub("", line)
     if "&" in line:
         line = _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\n", " "), line)
     line = line.translate(_PASTED)
+    indented = line.lstrip(" \t")
+    if indented != line and _DECORATION.match(indented):  # a block indented as Markdown code, decorations and all
+        line = indented
     return _DECORATION.sub("", line, count=1)
 
 

@@ -1,6 +1,7 @@
 """Checks that `attndoctor why` answers a pasted text the same way however it was pasted: each tuning text it
 diagnoses right is given again wrapped at 80 columns, quoted as in a mail reply, with a logger's or rank's prefix on
-every line, with Windows line ends and coloured by a terminal, and every text no longer answered right is listed.
+every line, with Windows line ends, coloured by a terminal, in a Markdown fence, indented as a Markdown code block
+and HTML-escaped as a web page's source holds it, and every text no longer answered right is listed.
 
     python tools/corpus/perturb_why.py [--part N] [--only NAME] [--cases] [--json FILE]
 Tuning half only: the held-out half is for reporting.
@@ -8,6 +9,7 @@ Tuning half only: the held-out half is for reporting.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import sys
 import textwrap
@@ -35,6 +37,9 @@ PASTES: dict[str, Callable[[str], str]] = {
     "rank": _each_line("[rank3]: "),
     "crlf": lambda text: text.replace("\n", "\r\n"),
     "coloured": lambda text: "\n".join(f"\x1b[31m{line}\x1b[0m" for line in text.splitlines()),
+    "fenced": lambda text: f"```python\n{text}\n```",
+    "indented": _each_line("    "),
+    "escaped": lambda text: html.escape(text, quote=True),
 }
 """How people paste a text: each changes how it looks, none what it says."""
 
