@@ -88,6 +88,7 @@ def test_a_size_error_on_a_code_line_that_reshapes_the_attention_mask_is_about_t
              "RuntimeError: shape '[2, -1]' is invalid for input of size 3969"]
     _, doc = ask(cli, "\n".join(lines))
     assert doc["cause"]["id"] == "ERROR-OWN-WORDS" and doc["cause"]["topics"] == ["mask"]
+    assert "reshapes an attention mask: attention_mask = attention_mask.view(batch_size, -1)" in doc["cause"]["reasons"][0]
     # the same error on a line that reshapes something else names no kind of problem
     _, doc = ask(cli, "\n".join([lines[0], "    x = x.view(batch_size, -1)", lines[2]]))
     assert "mask" not in ((doc["cause"] or {}).get("topics") or ())

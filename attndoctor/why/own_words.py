@@ -106,16 +106,16 @@ _MASK_CODE = re.compile(r"\b\w*(?:attention|attn|causal|padding)_mask\b")
 """An attention mask by the names model code gives it (attention_mask, attn_mask, causal_mask, key_padding_mask)."""
 
 
-def reshaped_topics(lines: Sequence[str], number: int, message: str) -> tuple[str, ...]:
-    """("mask",) where a size, view or expand error's code line above it reshapes or broadcasts an attention mask
-    (attention_mask.view(batch_size, -1)): the mask's shape is what does not fit."""
+def reshaped_mask(lines: Sequence[str], number: int, message: str) -> str:
+    """The code line above a size, view or expand error when it reshapes or broadcasts an attention mask
+    (attention_mask.view(batch_size, -1)): the mask's shape is what does not fit; '' otherwise."""
     if not (_SIZES.search(message) or _VIEW.search(message) or _EXPANDED.search(message)):
-        return ()
+        return ""
     for line in _above(lines, number):
         code = line.strip()
         if code and not code.startswith("File ") and code.strip("^~ "):
-            return ("mask",) if _MASK_CODE.search(code) else ()
-    return ()
+            return code if _MASK_CODE.search(code) else ""
+    return ""
 
 
 PRINTER = "the library that printed it"
@@ -272,8 +272,9 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
         fixes = (f"install the package that provides {called} (built for this torch, CUDA and Python) and check that "
                  f"it imports, or choose another attention in the program than the one that calls {called}",)
     else:
+        reshaped = reshaped_mask(reading.lines, number, message)
         topics = tuple(dict.fromkeys(t for t in (*text_topics(_PATH.sub(_folders, message)), *shape_topics(message),
-                                                 *reshaped_topics(reading.lines, number, message)) if t != "other"))
+                                                 *(("mask",) if reshaped else ())) if t != "other"))
         advice = own_advice(reading.lines, number)
         if not topics and advice and UNSUPPORTED.search(message):
             topics, fixes = ("other",), advice
@@ -285,7 +286,8 @@ def words_cause(reading: Any, score: float, packages: Mapping[str, str], fallbac
             return None
         else:
             kinds = ", ".join(t.replace("-", " ") for t in topics)
-            reason = f"line {number} is an error no known message or rule explains; its own words are about: {kinds}"
+            reason = (f"line {number} is an error no known message or rule explains; its own words are about: {kinds}"
+                      + (f" (the code line above it reshapes an attention mask: {reshaped[:120]})" if reshaped else ""))
             title = f"the error on line {number} names its check itself"
             cause = f"the error on line {number} says what it checks ({kinds}): {message[:200]}"
             printer = _Printer(library=raising_package(reading.lines, number) or PRINTER, note=message[:160])
