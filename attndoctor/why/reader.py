@@ -196,10 +196,9 @@ def as_printed(line: str) -> str:
     if "&" in line:
         line = _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\n", " "), line)
     line = line.translate(_PASTED)
-    indented = line.lstrip(" \t")
-    if indented != line and _DECORATION.match(indented):  # a block indented as Markdown code, decorations and all
-        line = indented
-    return _DECORATION.sub("", line, count=1)
+    bare = line.lstrip(" \t")  # a block indented as Markdown code, decorations and all
+    found = _DECORATION.match(bare)
+    return bare[found.end():] if found else line
 
 
 def read_text(text: str, catalogue: Iterable[CatalogueEntry]) -> Reading:
